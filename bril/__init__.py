@@ -1,0 +1,1 @@
+"""A Python toolchain for Bril with speculative tracing and native code."""

@@ -1,0 +1,50 @@
+"""Errors every tool reports the same way: one line on stderr, exit code 2."""
+
+import sys
+
+EXIT_ERROR = 2
+
+
+class BrilError(Exception):
+    """A problem with a Bril program or its input, reported as `error: MESSAGE`.
+
+    `pos` is an optional (row, col) source position; tools that know it print
+    `error: ROW:COL: MESSAGE` as the text-format tools do.
+    """
+
+    def __init__(self, message, pos=None):
+        super().__init__(message)
+        self.message = message
+        self.pos = pos
+
+    def __str__(self):
+        if self.pos is not None:
+            return f"{self.pos[0]}:{self.pos[1]}: {self.message}"
+        return self.message
+
+
+def report(err, stream=None):
+    """Print `error: ...` for a BrilError on one line."""
+    stream = stream or sys.stderr
+    text = " ".join(str(err).splitlines()) or type(err).__name__
+    print(f"error: {text}", file=stream)
+
+
+def run_main(body):
+    """Run a command body, turning BrilError (and stray crashes) into one line and exit 2.
+
+    Used by every console script so that no input produces a Python traceback.
+    """
+    try:
+        code = body()
+    except BrilError as err:
+        sys.stdout.flush()
+        report(err)
+        sys.exit(EXIT_ERROR)
+    except RecursionError:
+        sys.stdout.flush()
+        print("error: program recursion too deep", file=sys.stderr)
+        sys.exit(EXIT_ERROR)
+    except (BrokenPipeError, KeyboardInterrupt):
+        sys.exit(1)
+    sys.exit(code or 0)

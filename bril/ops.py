@@ -1,0 +1,197 @@
+"""The one definition of every Bril op.
+
+Every consumer reads this table: the Python engine's code generator, constant
+folding in the passes, the checker, the tracer and the LLVM lowering.  A new
+op, or a fix to an op's meaning, is made here and nowhere else.
+
+An op's meaning is a Python expression template (`Op.py`) over its operands
+`{0}`, `{1}`, ...; the names it uses are the helpers defined in this module
+(exported in `HELPERS`).  The engine pastes the template into generated
+source; `evaluate` compiles it once into a function for folding.  Templates
+raise `BrilError` for run-time errors (division by zero, bad char code).
+
+Types in signatures: 'int', 'bool', 'float', 'char', 'ptr' (any pointer),
+'T' (the same type as the result / other 'T' operands), 'any' (anything).
+"""
+
+from dataclasses import dataclass, field
+import math
+import struct
+
+from .errors import BrilError
+
+INT_MIN = -(1 << 63)
+INT_MAX = (1 << 63) - 1
+_MASK = (1 << 64) - 1
+
+
+# --- Value helpers used by templates -------------------------------------------------
+
+def wrap64(x):
+    """Wrap an exact integer to signed 64 bits (two's complement)."""
+    if INT_MIN <= x <= INT_MAX:
+        return x
+    return ((x - INT_MIN) & _MASK) + INT_MIN
+
+
+def idiv(a, b):
+    """Bril `div`: truncates toward zero, wraps INT_MIN / -1, errors on zero."""
+    if b == 0:
+        raise BrilError("division by zero")
+    q = abs(a) // abs(b)
+    if (a < 0) != (b < 0):
+        q = -q
+    return wrap64(q)
+
+
+def fdiv(a, b):
+    """IEEE division, as JavaScript does it (x/0 is +-Infinity or NaN, never an error)."""
+    try:
+        return a / b
+    except ZeroDivisionError:
+        if a != a or a == 0.0:
+            return math.nan
+        # Sign of the result: sign(a) xor sign(b), with b = +-0.0.
+        neg = (math.copysign(1.0, a) < 0) != (math.copysign(1.0, b) < 0)
+        return -math.inf if neg else math.inf
+
+
+def int2char(i):
+    if i < 0 or i > 0x10FFFF or 0xD7FF < i < 0xE000:
+        raise BrilError(f"value {i} cannot be converted to char")
+    return chr(i)
+
+
+def char2int(c):
+    return ord(c)
+
+
+def bits2float(i):
+    return struct.unpack("<d", struct.pack("<q", i))[0]
+
+
+def float2bits(f):
+    return struct.unpack("<q", struct.pack("<d", f))[0]
+
+
+HELPERS = {
+    "wrap64": wrap64,
+    "idiv": idiv,
+    "fdiv": fdiv,
+    "int2char": int2char,
+    "char2int": char2int,
+    "bits2float": bits2float,
+    "float2bits": float2bits,
+}
+
+
+# --- The table -----------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Op:
+    name: str
+    ext: str                  # extension: core, float, mem, char, ssa, ssa2, spec, bitcast
+    kind: str                 # 'value', 'effect', 'control' (changes control flow) or 'const'
+    args: tuple | None        # operand types; None: variadic / checked specially
+    result: str | None        # result type ('T': same as operand 'T'); None: no result
+    labels: int = 0           # number of labels; -1: any number (phi)
+    funcs: int = 0            # number of function names
+    py: str | None = None     # Python expression template over {0}, {1}, ...
+    pure: bool = False        # no effect at all: removable when the result is dead
+    may_trap: bool = False    # evaluating can raise a Bril run-time error
+    commutative: bool = False
+    optional_result: bool = False  # call: result present or not
+
+    @property
+    def is_value(self):
+        return self.result is not None
+
+
+def _arith(name, ext, typ, tmpl, res=None, **kw):
+    return Op(name, ext, "value", (typ, typ), res or typ, py=tmpl, pure=True, **kw)
+
+
+_TABLE = [
+    # core arithmetic: exact 64-bit two's complement
+    _arith("add", "core", "int", "wrap64({0} + {1})", commutative=True),
+    _arith("mul", "core", "int", "wrap64({0} * {1})", commutative=True),
+    _arith("sub", "core", "int", "wrap64({0} - {1})"),
+    Op("div", "core", "value", ("int", "int"), "int", py="idiv({0}, {1})", may_trap=True),
+    # core comparisons and logic
+    _arith("eq", "core", "int", "({0} == {1})", "bool", commutative=True),
+    _arith("lt", "core", "int", "({0} < {1})", "bool"),
+    _arith("gt", "core", "int", "({0} > {1})", "bool"),
+    _arith("le", "core", "int", "({0} <= {1})", "bool"),
+    _arith("ge", "core", "int", "({0} >= {1})", "bool"),
+    Op("not", "core", "value", ("bool",), "bool", py="(not {0})", pure=True),
+    _arith("and", "core", "bool", "({0} and {1})", commutative=True),
+    _arith("or", "core", "bool", "({0} or {1})", commutative=True),
+    Op("id", "core", "value", ("T",), "T", py="{0}", pure=True),
+    Op("const", "core", "const", (), "T", pure=True),
+    Op("nop", "core", "effect", (), None, pure=True),
+    Op("print", "core", "effect", None, None),
+    Op("jmp", "core", "control", (), None, labels=1),
+    Op("br", "core", "control", ("bool",), None, labels=2),
+    Op("ret", "core", "control", None, None),
+    Op("call", "core", "effect", None, None, funcs=1, optional_result=True),
+    # float
+    _arith("fadd", "float", "float", "({0} + {1})", commutative=True),
+    _arith("fmul", "float", "float", "({0} * {1})", commutative=True),
+    _arith("fsub", "float", "float", "({0} - {1})"),
+    _arith("fdiv", "float", "float", "fdiv({0}, {1})"),
+    _arith("feq", "float", "float", "({0} == {1})", "bool", commutative=True),
+    _arith("flt", "float", "float", "({0} < {1})", "bool"),
+    _arith("fgt", "float", "float", "({0} > {1})", "bool"),
+    _arith("fle", "float", "float", "({0} <= {1})", "bool"),
+    _arith("fge", "float", "float", "({0} >= {1})", "bool"),
+    # memory (templates live in the engine: they need the heap)
+    Op("alloc", "mem", "value", ("int",), "ptr", may_trap=True),
+    Op("free", "mem", "effect", ("ptr",), None, may_trap=True),
+    Op("store", "mem", "effect", ("ptr", "T"), None, may_trap=True),
+    Op("load", "mem", "value", ("ptr",), "T", may_trap=True),
+    Op("ptradd", "mem", "value", ("ptr", "int"), "ptr", pure=True),
+    # char
+    _arith("ceq", "char", "char", "({0} == {1})", "bool", commutative=True),
+    _arith("clt", "char", "char", "({0} < {1})", "bool"),
+    _arith("cle", "char", "char", "({0} <= {1})", "bool"),
+    _arith("cgt", "char", "char", "({0} > {1})", "bool"),
+    _arith("cge", "char", "char", "({0} >= {1})", "bool"),
+    Op("char2int", "char", "value", ("char",), "int", py="char2int({0})", pure=True),
+    Op("int2char", "char", "value", ("int",), "char", py="int2char({0})", may_trap=True),
+    # bitcast
+    Op("bits2float", "bitcast", "value", ("int",), "float", py="bits2float({0})", pure=True),
+    Op("float2bits", "bitcast", "value", ("float",), "int", py="float2bits({0})", pure=True),
+    # classic SSA
+    Op("phi", "ssa", "value", None, "T", labels=-1),
+    # ssa2: shadow variables
+    Op("set", "ssa2", "effect", (None, "T"), None),
+    Op("get", "ssa2", "value", (), "T"),
+    Op("undef", "ssa2", "value", (), "T", pure=True),
+    # speculation
+    Op("speculate", "spec", "effect", (), None),
+    Op("commit", "spec", "effect", (), None),
+    Op("guard", "spec", "control", ("bool",), None, labels=1),
+]
+
+OPS = {op.name: op for op in _TABLE}
+
+# Ops whose results are a pure function of their operands (safe to fold,
+# value-number and remove when dead).  `div`/`int2char` may trap: fold them only
+# when evaluation succeeds.
+FOLDABLE = {name for name, op in OPS.items() if op.py is not None}
+
+TERMINATORS = {"jmp", "br", "ret"}
+
+
+_compiled = {}
+
+
+def evaluate(name, *operands):
+    """Evaluate a foldable op on Python values; raises BrilError like the engine would."""
+    fn = _compiled.get(name)
+    if fn is None:
+        op = OPS[name]
+        params = [f"a{i}" for i in range(len(op.args))]
+        src = f"lambda {', '.join(params)}: " + op.py.format(*params)
+        fn = _compiled[name] = eval(src, dict(HELPERS))
+    return fn(*operands)

@@ -1,0 +1,1 @@
+"""Command-line entry points (installed as `bril.cli`): thin wrappers over the library."""

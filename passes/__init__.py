@@ -1,0 +1,1 @@
+"""Program-to-program passes (installed as `bril.passes`)."""

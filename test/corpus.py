@@ -1,0 +1,32 @@
+"""Where the conformance corpus and our own benchmarks live, and how to read their metadata.
+
+The corpus is used in place from `../shared/conformance` (next to the checkout);
+set BRIL_CONFORMANCE to point elsewhere.  Nothing of it is copied here.
+"""
+
+import os
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CONFORMANCE = Path(os.environ.get("BRIL_CONFORMANCE", ROOT.parent / "shared" / "conformance"))
+BENCHMARKS = ROOT / "benchmarks"
+
+_ARGS_RE = re.compile(r"^\s*#\s*ARGS:(.*)$", re.M)
+
+
+def args_of(path):
+    """The `# ARGS:` arguments of a .bril file (empty list if none)."""
+    m = _ARGS_RE.search(Path(path).read_text())
+    return m.group(1).split() if m else []
+
+
+def bril_files(*parts, root=CONFORMANCE):
+    """Sorted .bril files below root/parts... (recursively)."""
+    base = root.joinpath(*parts)
+    return sorted(base.rglob("*.bril")) if base.exists() else []
+
+
+def case_id(path, root=CONFORMANCE):
+    """A readable pytest id: the path below the corpus root without suffix."""
+    return str(Path(path).relative_to(root).with_suffix(""))
