@@ -101,6 +101,9 @@ class Op:
     may_trap: bool = False    # evaluating can raise a Bril run-time error
     commutative: bool = False
     optional_result: bool = False  # call: result present or not
+    # A cheaper template, valid when operand 0 is >= 0 and every other operand >= 1
+    # (engines use it when they can prove or cheaply test that).
+    py_nonneg: str | None = None
 
     @property
     def is_value(self):
@@ -116,7 +119,8 @@ _TABLE = [
     _arith("add", "core", "int", "wrap64({0} + {1})", commutative=True),
     _arith("mul", "core", "int", "wrap64({0} * {1})", commutative=True),
     _arith("sub", "core", "int", "wrap64({0} - {1})"),
-    Op("div", "core", "value", ("int", "int"), "int", py="idiv({0}, {1})", may_trap=True),
+    Op("div", "core", "value", ("int", "int"), "int", py="idiv({0}, {1})", may_trap=True,
+       py_nonneg="({0} // {1})"),
     # core comparisons and logic
     _arith("eq", "core", "int", "({0} == {1})", "bool", commutative=True),
     _arith("lt", "core", "int", "({0} < {1})", "bool"),

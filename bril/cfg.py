@@ -1,0 +1,336 @@
+"""Basic blocks and control-flow graphs of Bril functions.
+
+A `CFG` holds a function's basic blocks in layout order.  Its edges do not
+depend on the layout: a block that does not end in `jmp`/`br`/`ret` records
+the block it falls into (`Block.fall`, None for falling off the end of the
+function), so passes may add, drop and reorder blocks freely; `to_instrs`
+writes the jumps the final layout needs (and leaves out jumps to the next
+block).
+
+Also here: reachability, orders, back edges and natural loops.
+"""
+
+from dataclasses import dataclass, field
+
+# Instructions that end a basic block.  `guard` ends one too: it either
+# falls through or leaves (aborting speculation) to its label.
+JUMPS = {"jmp", "br", "ret"}
+BLOCK_ENDERS = JUMPS | {"guard"}
+
+
+def fresh_name(base, used):
+    """A name `base.N` not in `used` (a set, which gets the new name added)."""
+    n = 1
+    while f"{base}.{n}" in used:
+        n += 1
+    name = f"{base}.{n}"
+    used.add(name)
+    return name
+
+
+class NameSupply:
+    """Fresh names `base.N` avoiding a set of taken names, in constant time per
+    name however many are made from one base (the set gets every new name)."""
+
+    def __init__(self, used):
+        self.used = used
+        self.next = {}
+
+    def fresh(self, base):
+        n = self.next.get(base, 1)
+        while f"{base}.{n}" in self.used:
+            n += 1
+        self.next[base] = n + 1
+        name = f"{base}.{n}"
+        self.used.add(name)
+        return name
+
+
+def instr_labels(instr):
+    """The labels an instruction refers to (jump targets, guard targets, phi labels)."""
+    return instr.get("labels", ()) if "op" in instr else ()
+
+
+@dataclass
+class Block:
+    name: str
+    instrs: list                    # body and terminator; no label
+    label: dict | None = None       # the original label instruction (kept with its fields)
+    fall: str | None = None         # block reached by falling off the end (no jmp/br/ret)
+
+    @property
+    def terminator(self):
+        """The last instruction if it is a jmp/br/ret/guard, else None."""
+        if self.instrs and self.instrs[-1].get("op") in BLOCK_ENDERS:
+            return self.instrs[-1]
+        return None
+
+    @property
+    def body(self):
+        """The instructions before the terminator."""
+        return self.instrs[:-1] if self.terminator is not None else self.instrs
+
+    def successors(self):
+        term = self.terminator
+        op = term["op"] if term else None
+        if op in ("jmp", "br"):
+            targets = list(term.get("labels", ()))
+        elif op == "ret":
+            targets = []
+        else:
+            targets = [self.fall] if self.fall is not None else []
+            if op == "guard":
+                targets += list(term.get("labels", ()))
+        # A `br` with both labels equal has one successor.
+        return list(dict.fromkeys(targets))
+
+    @property
+    def returns(self):
+        """True if control can leave the function from this block."""
+        term = self.terminator
+        if term is not None and term["op"] == "ret":
+            return True
+        return self.fall is None and (term is None or term["op"] == "guard")
+
+
+def form_blocks(instrs):
+    """Split instructions into lists: each starts at a label or after a block ender.
+
+    Labels stay in the lists (as their first element)."""
+    blocks, cur = [], []
+    for instr in instrs:
+        if "op" not in instr:               # a label starts a new block
+            if cur:
+                blocks.append(cur)
+            cur = [instr]
+        else:
+            cur.append(instr)
+            if instr["op"] in BLOCK_ENDERS:
+                blocks.append(cur)
+                cur = []
+    if cur:
+        blocks.append(cur)
+    return blocks
+
+
+class CFG:
+    """The basic blocks of one function and the edges between them."""
+
+    def __init__(self, blocks, entry):
+        self.blocks = blocks            # name -> Block, in layout order
+        self.entry = entry
+        self.preds = {}
+        self.succs = {}
+        self.recompute_edges()
+
+    # --- building -------------------------------------------------------------------
+
+    @classmethod
+    def from_instrs(cls, instrs):
+        lists = form_blocks(instrs)
+        used = {l[0]["label"] for l in lists if "op" not in l[0]}
+        blocks = {}
+        for lst in lists:
+            if "op" not in lst[0]:
+                name, label, body = lst[0]["label"], lst[0], lst[1:]
+                if name in blocks:      # duplicate label: later copies are unreachable
+                    name = fresh_name(name, used)
+                    label = None
+            else:
+                name, label, body = fresh_name("_b", used), None, lst
+            blocks[name] = Block(name, list(body), label)
+        if not blocks:
+            name = fresh_name("_b", used)
+            blocks[name] = Block(name, [], None)
+        names = list(blocks)
+        for i, name in enumerate(names):
+            b = blocks[name]
+            term = b.terminator
+            if term is None or term["op"] == "guard":
+                b.fall = names[i + 1] if i + 1 < len(names) else None
+        return cls(blocks, names[0])
+
+    @classmethod
+    def from_function(cls, func):
+        return cls.from_instrs(func.get("instrs", []))
+
+    def recompute_edges(self):
+        """Recompute preds/succs after blocks or terminators changed."""
+        self.succs = {n: [s for s in b.successors() if s in self.blocks]
+                      for n, b in self.blocks.items()}
+        self.preds = {n: [] for n in self.blocks}
+        for n, ss in self.succs.items():
+            for s in ss:
+                self.preds[s].append(n)
+
+    # --- editing --------------------------------------------------------------------
+
+    def names(self):
+        """All block names and labels in use (for making fresh ones)."""
+        return set(self.blocks)
+
+    def add_block(self, block, before=None):
+        """Insert a block in the layout (at the end, or before block `before`)."""
+        items = list(self.blocks.items())
+        pos = len(items) if before is None else [n for n, _ in items].index(before)
+        items.insert(pos, (block.name, block))
+        self.blocks = dict(items)
+
+    def remove_block(self, name):
+        del self.blocks[name]
+
+    def set_order(self, names):
+        assert set(names) == set(self.blocks)
+        self.blocks = {n: self.blocks[n] for n in names}
+
+    def refresh_edges(self, name):
+        """Recompute the edges out of one block after its terminator or fall changed."""
+        for s in self.succs.get(name, ()):
+            self.preds[s].remove(name)
+        self.succs[name] = [s for s in self.blocks[name].successors() if s in self.blocks]
+        for s in self.succs[name]:
+            self.preds[s].append(name)
+
+    def retarget(self, name, old, new):
+        """Make block `name` go to `new` wherever it went to `old` (edges updated)."""
+        b = self.blocks[name]
+        if b.fall == old:
+            b.fall = new
+        term = b.terminator
+        if term is not None and old in term.get("labels", ()):
+            term = dict(term)
+            term["labels"] = [new if l == old else l for l in term["labels"]]
+            b.instrs[-1] = term
+        self.refresh_edges(name)
+
+    def merge_into(self, name, nxt):
+        """Append block `nxt` to block `name` (which must fall into it, with no
+        terminator) and delete `nxt`; edges are updated."""
+        b, succ = self.blocks[name], self.blocks[nxt]
+        b.instrs = b.instrs + succ.instrs
+        b.fall = succ.fall
+        for s in self.succs[nxt]:
+            self.preds[s].remove(nxt)
+        self.preds[nxt].remove(name)
+        del self.succs[nxt], self.preds[nxt], self.blocks[nxt]
+        self.succs[name] = []
+        self.refresh_edges(name)
+
+    # --- writing back ---------------------------------------------------------------
+
+    def to_instrs(self):
+        """The function's instruction list for the current layout.
+
+        Labels are written for original labels and for generated names that some
+        instruction refers to; a fall-through to a block that is not next becomes
+        a `jmp`, and one off the end of the function that is not last a `ret`."""
+        order = list(self.blocks)
+        assert order[0] == self.entry, "the entry block must come first"
+        jumped_to = {l for b in self.blocks.values() for i in b.instrs for l in instr_labels(i)}
+        falls_in = {}
+        for b in self.blocks.values():
+            if b.fall is not None:
+                falls_in.setdefault(b.fall, []).append(b.name)
+        out = []
+        for i, name in enumerate(order):
+            b = self.blocks[name]
+            nxt = order[i + 1] if i + 1 < len(order) else None
+            if b.label is not None:
+                out.append(b.label)
+            elif name in jumped_to or any(
+                    src != (order[i - 1] if i else None) for src in falls_in.get(name, ())):
+                out.append({"label": name})
+            out.extend(b.instrs)
+            term = b.terminator
+            if term is None or term["op"] == "guard":
+                if b.fall is not None and b.fall != nxt:
+                    out.append({"op": "jmp", "labels": [b.fall]})
+                elif b.fall is None and nxt is not None:
+                    out.append({"op": "ret"})
+        return out
+
+    # --- orders ---------------------------------------------------------------------
+
+    def reachable(self):
+        seen, stack = {self.entry}, [self.entry]
+        while stack:
+            for s in self.succs[stack.pop()]:
+                if s not in seen:
+                    seen.add(s)
+                    stack.append(s)
+        return seen
+
+    def postorder(self):
+        """Reachable blocks in depth-first postorder from the entry."""
+        seen, order = {self.entry}, []
+        stack = [(self.entry, iter(self.succs[self.entry]))]
+        while stack:
+            node, it = stack[-1]
+            for s in it:
+                if s not in seen:
+                    seen.add(s)
+                    stack.append((s, iter(self.succs[s])))
+                    break
+            else:
+                stack.pop()
+                order.append(node)
+        return order
+
+    def reverse_postorder(self):
+        return self.postorder()[::-1]
+
+    def exits(self):
+        """Blocks from which control can leave the function."""
+        return [n for n, b in self.blocks.items() if b.returns]
+
+
+def back_edges(cfg, dom=None):
+    """Edges (tail, head) whose head dominates their tail (reachable blocks only)."""
+    if dom is None:
+        from .dominance import dominators
+        dom = dominators(cfg)
+    return [(t, h) for t in dom for h in cfg.succs[t] if h in dom[t]]
+
+
+def is_reducible(cfg, dom=None):
+    """True if every retreating edge of a depth-first search is a back edge."""
+    if dom is None:
+        from .dominance import dominators
+        dom = dominators(cfg)
+    rpo = {n: i for i, n in enumerate(cfg.reverse_postorder())}
+    for t in rpo:
+        for h in cfg.succs[t]:
+            if rpo[h] <= rpo[t] and h not in dom[t]:
+                return False
+    return True
+
+
+@dataclass
+class Loop:
+    header: str
+    body: set                       # block names, header included
+    latches: list = field(default_factory=list)   # tails of the back edges
+
+    def exits(self, cfg):
+        """Edges (inside, outside) that leave the loop."""
+        return [(b, s) for b in self.body for s in cfg.succs[b] if s not in self.body]
+
+
+def natural_loops(cfg, dom=None):
+    """Natural loops, one per header (back edges to one header share a loop).
+
+    Sorted innermost first (by body size), so passes can work inside out."""
+    if dom is None:
+        from .dominance import dominators
+        dom = dominators(cfg)
+    loops = {}
+    for tail, head in back_edges(cfg, dom):
+        loop = loops.setdefault(head, Loop(head, {head}))
+        loop.latches.append(tail)
+        stack = [tail]
+        while stack:
+            n = stack.pop()
+            if n not in loop.body:
+                loop.body.add(n)
+                stack.extend(p for p in cfg.preds[n] if p in dom)
+    return sorted(loops.values(), key=lambda l: len(l.body))

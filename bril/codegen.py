@@ -1,0 +1,1278 @@
+"""Translate one Bril function into Python source (the fast engine's compiler).
+
+Shape of the generated function (dump it with `BRIL_DUMP_PY=1` or
+`brili --dump-py`):
+
+    def F0_main(v_n):                   # Bril variables are Python locals
+        global _N
+        _n = 0                          # instructions executed in this activation
+        ...entry block...               # runs once, before the dispatch loop
+        while True:                     # the dispatch loop over basic blocks
+            if _b == 3:                 # a block, guarded by the block id `_b`
+                _n += 4                 # one count per block (exact for -p)
+                ...
+            if _b == 5:                 # a natural loop: its own `while True`
+                while True:
+                    ...header...        # entered by `continue`, no dispatch test
+                    ...body...          # single-predecessor blocks are inlined
+                    continue            # back edge
+            ...
+
+Basic blocks start at labels and after `jmp`/`br`/`ret`/`guard` (the same
+boundaries as `bril.cfg`), so a `guard` that aborts leaves the count exact.
+Blocks are laid out in reverse post-order with every natural loop contiguous;
+a forward jump sets `_b` and falls down the chain of guarded blocks, a back
+edge to a loop header is a bare `continue`, a loop exit is `break`.  A block
+with a single predecessor is inlined at the end of that predecessor (no
+dispatch test; its count is merged when the transfer is unconditional).
+
+Op semantics come from `bril.ops` templates (integer wrap-around is inlined as
+a range test around the template's inner expression); memory access comes
+from `bril.heap` templates.  Types come from `bril.typecheck`: an operand
+whose kind is certain is used directly; any other operand is wrapped in a
+checking helper that raises the reference's message (`add argument 0 must be
+a int`) if, and only if, it executes with a wrong kind.
+
+Undefined variables cost nothing: reading an unassigned local raises
+UnboundLocalError, which the engine maps back to `undefined variable NAME`
+through the reversible name mangling (`v_` + escaped name; shadow variables
+of ssa2 `set`/`get` are `s_` + escaped name).
+
+Hooks for the tracer and a native engine (not used by `brili` itself):
+
+* `FunctionCode.blocks` lists the basic blocks in layout order.  Each `Block`
+  has its id (`lid`, the value of `_b`), its label (or None), its
+  instructions, the index of its first instruction in the function's `instrs`,
+  its successor block ids, and `size` (instructions counted by `-p`).
+  `block_vars(lid)` gives the variables (and their inferred kinds) at entry.
+* `FunctionCode.entry_source()` generates a second function,
+  `<name>__entry(_b, _vars)`, that starts at block `_b` with the variables in
+  the dict `_vars` (unset ones stay undefined) and otherwise runs like the
+  normal one: every block keeps its dispatch test there, so it can be entered
+  anywhere.  The normal function is not slowed by this.  A native engine that
+  leaves compiled code at block k with some state resumes the interpreter with
+  exactly this call; a recorder would generate a variant whose block prologue
+  also appends `lid` to a path list (the place is `_block_prologue`).
+"""
+
+import math
+import os
+import re
+
+from .ops import OPS, INT_MIN, INT_MAX
+from .values import js_type_text, type_cmp
+from . import heap as heapmod
+from . import typecheck as tc
+
+# Deepest loop nesting given its own `while` (CPython allows 20 nested blocks;
+# loops deeper than this are dispatched by their enclosing loop instead).
+MAX_LOOP_DEPTH = 12
+# Deepest `if` nesting produced by inlining blocks (the tokenizer allows 100 levels).
+MAX_INLINE_INDENT = 40
+# Calls to small loop-free functions are replaced by the callee's code: callees of
+# at most this many instructions and blocks, nested this deep, and at most this
+# many instructions inlined into one function.
+INLINE_MAX_INSTRS = 40
+INLINE_MAX_BLOCKS = 8
+INLINE_MAX_DEPTH = 2
+INLINE_BUDGET = 300
+
+TERMINATORS = ("jmp", "br", "ret")
+BLOCK_ENDERS = ("jmp", "br", "ret", "guard")
+
+# Argument counts the reference checks before running an op ("add takes 2 argument(s); got 3").
+ARG_COUNTS = {name: (len(op.args) if op.args is not None else None)
+              for name, op in OPS.items() if name != "const"}
+
+_CHECKERS = {"int": "_cint", "bool": "_cbool", "float": "_cfloat", "char": "_cchar",
+             "ptr": "_cptr"}
+
+_WRAP_PREFIX = "wrap64("
+
+_NOT_INLINED_OPS = {"speculate", "commit", "guard", "phi", "set", "get", "undef"}
+
+
+# --- names ------------------------------------------------------------------------------
+
+def _escape(name):
+    out = []
+    for c in name:
+        if c == "_":
+            out.append("__")
+        elif c.isascii() and c.isalnum():
+            out.append(c)
+        else:
+            out.append(f"_{ord(c):x}_")
+    return "".join(out)
+
+
+def unescape(text):
+    """Inverse of the escaping used in mangled names."""
+    out = []
+    i = 0
+    while i < len(text):
+        c = text[i]
+        if c != "_":
+            out.append(c)
+            i += 1
+        elif text[i + 1:i + 2] == "_":
+            out.append("_")
+            i += 2
+        else:
+            j = text.index("_", i + 1)
+            out.append(chr(int(text[i + 1:j], 16)))
+            i = j + 1
+    return "".join(out)
+
+
+def var_name(name):
+    return "v_" + _escape(name)
+
+
+def shadow_name(name):
+    return "s_" + _escape(name)
+
+
+_INLINED_VAR = re.compile(r"w\d+_")
+
+
+def bril_name_of(pyname):
+    """('var'|'shadow', Bril name) for a mangled local, or None."""
+    if pyname.startswith("v_"):
+        return "var", unescape(pyname[2:])
+    if pyname.startswith("s_"):
+        return "shadow", unescape(pyname[2:])
+    m = _INLINED_VAR.match(pyname)          # a variable of an inlined callee
+    if m:
+        return "var", unescape(pyname[m.end():])
+    return None
+
+
+def _key_pyname(key):
+    return shadow_name(key[1]) if isinstance(key, tuple) else var_name(key)
+
+
+# --- basic blocks -------------------------------------------------------------------------
+
+class Block:
+    """A basic block.  `index` is its position in source order, `lid` its layout id."""
+
+    __slots__ = ("index", "lid", "label", "instrs", "first_index", "targets", "succs",
+                 "abort_succ", "falls_off", "size", "loop")
+
+    def __init__(self, index, label, first_index):
+        self.index = index
+        self.lid = None
+        self.label = label
+        self.instrs = []
+        self.first_index = first_index
+        self.targets = []       # per terminator label: block index or an error message
+        self.succs = []         # successor block indices (normal edges)
+        self.abort_succ = None  # guard's abort target block index
+        self.falls_off = False  # control can leave the function at the end
+        self.size = 0
+        self.loop = None        # innermost Loop containing the block
+
+    @property
+    def term(self):
+        if self.instrs and self.instrs[-1]["op"] in BLOCK_ENDERS:
+            return self.instrs[-1]
+        return None
+
+
+def _label_target(instr, i, label_index):
+    """The block index the i-th label of instr names, or an error message (reference order)."""
+    labels = instr.get("labels")
+    if not labels:
+        if labels is None:
+            return f"missing labels; expected at least {i + 1}"
+        return f"expecting {i + 1} labels; found {len(labels)}"
+    if len(labels) <= i:
+        return f"expecting {i + 1} labels; found {len(labels)}"
+    t = label_index.get(labels[i])
+    return t if t is not None else f"label {labels[i]} not found"
+
+
+def build_blocks(func):
+    instrs = func.get("instrs") or []
+    blocks = []
+    cur = None
+    for idx, ins in enumerate(instrs):
+        if not isinstance(ins, dict):
+            continue
+        has_op = "op" in ins
+        if "label" in ins:
+            cur = Block(len(blocks), ins["label"], idx)
+            blocks.append(cur)
+            if not has_op:
+                continue
+        if not has_op:
+            continue
+        if cur is None or (cur.instrs and cur.instrs[-1]["op"] in BLOCK_ENDERS):
+            cur = Block(len(blocks), None, idx)
+            blocks.append(cur)
+        cur.instrs.append(ins)
+    if not blocks:
+        blocks.append(Block(0, None, 0))
+    label_index = {}
+    for b in blocks:
+        if b.label is not None and b.label not in label_index:
+            label_index[b.label] = b.index
+        b.size = len(b.instrs)
+    for b in blocks:
+        nxt = b.index + 1 if b.index + 1 < len(blocks) else None
+        term = b.term
+        op = term["op"] if term else None
+        if op == "jmp":
+            b.targets = [_label_target(term, 0, label_index)]
+        elif op == "br":
+            b.targets = [_label_target(term, 0, label_index),
+                         _label_target(term, 1, label_index)]
+        elif op == "guard":
+            b.targets = [_label_target(term, 0, label_index)]
+            if isinstance(b.targets[0], int):
+                b.abort_succ = b.targets[0]
+        if op in ("jmp", "br"):
+            b.succs = [t for t in dict.fromkeys(b.targets) if isinstance(t, int)]
+        elif op != "ret":
+            if nxt is None:
+                b.falls_off = True
+            else:
+                b.succs = [nxt]
+    return blocks
+
+
+# --- loops and layout ---------------------------------------------------------------------
+
+class Loop:
+    __slots__ = ("header", "body", "parent", "children", "depth", "lo", "hi", "items")
+
+    def __init__(self, header, body):
+        self.header = header        # block index
+        self.body = body            # set of block indices
+        self.parent = None
+        self.children = []
+        self.depth = 0
+        self.lo = self.hi = None    # layout id range
+        self.items = []             # Blocks and Loops in layout order
+
+
+def _all_succs(b):
+    s = list(b.succs)
+    if b.abort_succ is not None and b.abort_succ not in s:
+        s.append(b.abort_succ)
+    return s
+
+
+def _rpo(blocks):
+    seen = [False] * len(blocks)
+    order = []
+    stack = [(0, iter(_all_succs(blocks[0])))]
+    seen[0] = True
+    while stack:
+        node, it = stack[-1]
+        for s in it:
+            if not seen[s]:
+                seen[s] = True
+                stack.append((s, iter(_all_succs(blocks[s]))))
+                break
+        else:
+            stack.pop()
+            order.append(node)
+    order.reverse()
+    return order
+
+
+def _dominators(blocks, rpo):
+    pos = {b: i for i, b in enumerate(rpo)}
+    preds = {b: [] for b in rpo}
+    for b in rpo:
+        for s in _all_succs(blocks[b]):
+            preds[s].append(b)
+    idom = {rpo[0]: rpo[0]}
+
+    def intersect(a, b):
+        while a != b:
+            while pos[a] > pos[b]:
+                a = idom[a]
+            while pos[b] > pos[a]:
+                b = idom[b]
+        return a
+
+    changed = True
+    while changed:
+        changed = False
+        for b in rpo[1:]:
+            ps = [p for p in preds[b] if p in idom]
+            if not ps:
+                continue
+            new = ps[0]
+            for p in ps[1:]:
+                new = intersect(new, p)
+            if idom.get(b) != new:
+                idom[b] = new
+                changed = True
+    return idom, preds
+
+
+def _dominates(idom, a, b):
+    while True:
+        if a == b:
+            return True
+        nb = idom[b]
+        if nb == b:
+            return False
+        b = nb
+
+
+def _find_loops(blocks, rpo):
+    idom, preds = _dominators(blocks, rpo)
+    bodies = {}
+    for u in rpo:
+        for h in _all_succs(blocks[u]):
+            if _dominates(idom, h, u):
+                body = bodies.setdefault(h, {h})
+                stack = [u]
+                while stack:
+                    x = stack.pop()
+                    if x not in body:
+                        body.add(x)
+                        stack.extend(preds[x])
+    loops = [Loop(h, body) for h, body in bodies.items()]
+    loops.sort(key=lambda l: len(l.body))
+    for i, l in enumerate(loops):
+        for m in loops[i + 1:]:
+            if l.header in m.body:
+                l.parent = m
+                break
+    # Depth; loops nested too deeply are dissolved into their (shallower) parents.
+    for l in sorted(loops, key=lambda l: -len(l.body)):
+        l.depth = l.parent.depth + 1 if l.parent else 1
+    kept = [l for l in loops if l.depth <= MAX_LOOP_DEPTH]
+    for l in kept:
+        if l.parent is not None:
+            l.parent.children.append(l)
+    # innermost kept loop of each block
+    for l in sorted(kept, key=lambda l: -len(l.body)):
+        for bi in l.body:
+            blocks[bi].loop = l
+    return kept
+
+
+def layout(blocks):
+    """Order reachable blocks (loops contiguous, header first); set `lid`; return
+    (ordered blocks, root items, loops)."""
+    rpo = _rpo(blocks)
+    pos = {b: i for i, b in enumerate(rpo)}
+    loops = _find_loops(blocks, rpo)
+    root = Loop(None, set(rpo))
+    units = {id(root): []}
+    for l in loops:
+        units[id(l)] = []
+    for bi in rpo:
+        l = blocks[bi].loop
+        units[id(l) if l else id(root)].append((pos[bi], blocks[bi]))
+    for l in loops:
+        parent = l.parent or root
+        units[id(parent)].append((pos[l.header], l))
+    order = []
+
+    def place(region):
+        items = sorted(units[id(region)], key=lambda t: (t[0], isinstance(t[1], Block)))
+        region.items = [it for _, it in items]
+        lo = len(order)
+        for it in region.items:
+            if isinstance(it, Block):
+                it.lid = len(order)
+                order.append(it)
+            else:
+                place(it)
+        region.lo, region.hi = lo, len(order) - 1
+
+    place(root)
+    return order, root, loops
+
+
+# --- the compiler -----------------------------------------------------------------------
+
+class _Lines:
+    """Generated lines with indentation; count lines can be patched after emission."""
+
+    def __init__(self):
+        self.lines = []         # [indent, text] (lists, so they can be patched)
+
+    def add(self, ind, text):
+        entry = [ind, text]
+        self.lines.append(entry)
+        return entry
+
+
+def _float_literal(x):
+    if x != x:
+        return "_NAN"
+    if x == math.inf:
+        return "_INF"
+    if x == -math.inf:
+        return "(-_INF)"
+    return repr(x)
+
+
+class FunctionCode:
+    """A compiled Bril function: blocks, variables, types and the generated source.
+
+    Two typings: `types` assumes every pointer parameter declared `ptr<K>` (K a
+    primitive type) points into a region of K (the common case, which lets loads
+    through it skip run-time checks); `generic_types` assumes nothing.  The normal
+    function tests the assumption on entry and, if it fails, runs the generic
+    variant instead (compiled on first use).
+    """
+
+    def __init__(self, index, func, program):
+        self.index = index
+        self.func = func
+        self.name = func.get("name", "")
+        self.pyname = f"F{index}_{_escape(self.name)[:40]}"
+        self.program = program          # the CompiledProgram this belongs to (for callees)
+        self.blocks_by_index = build_blocks(func)
+        self.params = [p.get("name") for p in (func.get("args") or [])]
+        self.generic_types = tc.infer(func, self.blocks_by_index)
+        self.assumed_regions = self._assumable_params()
+        if self.assumed_regions:
+            self.types = tc.infer(func, self.blocks_by_index, dict(self.assumed_regions))
+        else:
+            self.types = self.generic_types
+        self.blocks, self.root, self.loops = layout(self.blocks_by_index)
+        self.variables = sorted({k for k in self.generic_types.spec_vars if isinstance(k, str)}
+                                | set(self.params))
+        self.has_phi = any(i["op"] == "phi" for b in self.blocks_by_index for i in b.instrs)
+        self.label_ids = {}
+        self._sources = {}
+        self._inlinable = None
+
+    def _assumable_params(self):
+        """[(param, element kind)] worth assuming: only if the function accesses memory."""
+        if not any(i["op"] in ("load", "store") for b in self.blocks_by_index
+                   for i in b.instrs):
+            return []
+        names = [p for p in self.params]
+        if len(set(names)) != len(names):
+            return []
+        out = []
+        for p in self.func.get("args") or []:
+            typ = p.get("type")
+            if isinstance(typ, dict) and typ.get("ptr") in tc.PRIMS:
+                out.append((p["name"], typ["ptr"]))
+        return out
+
+    @property
+    def inlinable(self):
+        """True if calls to this function may be replaced by its code: loop-free and
+        tree-shaped (every block but the entry has one predecessor), small, no
+        speculation or SSA ops, no read of a possibly unassigned variable (the
+        copy's locals outlive one call), distinct parameter names."""
+        if self._inlinable is None:
+            self._inlinable = self._check_inlinable()
+        return self._inlinable
+
+    def _check_inlinable(self):
+        blocks = self.blocks
+        if self.loops or len(blocks) > INLINE_MAX_BLOCKS or len(set(self.params)) != len(self.params):
+            return False
+        preds = {}
+        for b in blocks:
+            for t in b.succs:
+                preds.setdefault(t, set()).add(b.index)
+            if b.abort_succ is not None:
+                return False
+        if preds.get(0) or any(len(preds.get(b.index, ())) != 1 for b in blocks[1:]):
+            return False
+        size = 0
+        for b in blocks:
+            for instr in b.instrs:
+                size += 1
+                if instr["op"] in _NOT_INLINED_OPS:
+                    return False
+                if any(self.generic_types.arg_unbound.get(id(instr), ())):
+                    return False
+        return size <= INLINE_MAX_INSTRS
+
+    # --- public helpers for tracers / native engines -----------------------------------
+
+    def block_vars(self, lid):
+        """{variable: inferred tags} at entry of block `lid` (None if unreachable);
+        generic typing (what the entry variant assumes)."""
+        st = self.generic_types.block_in[self.blocks[lid].index]
+        return None if st is None else {k: v for k, v in st.types.items() if isinstance(k, str)}
+
+    @property
+    def returns(self):
+        """What the function can return (sound for every variant)."""
+        return self.generic_types.returns
+
+    def source(self):
+        """The normal function `pyname(params...)`."""
+        return self._source("normal")
+
+    def generic_source(self):
+        """`pyname__generic(params...)`: no assumption about pointer parameters."""
+        return self._source("generic")
+
+    def entry_source(self):
+        """`pyname__entry(_b, _vars)`: start at block `_b` with the variables in `_vars`."""
+        return self._source("entry")
+
+    def _source(self, variant):
+        src = self._sources.get(variant)
+        if src is None:
+            src = self._sources[variant] = _Emitter(self, variant).emit()
+        return src
+
+
+class _Emitter:
+    """Writes the Python source of one variant of a function.
+
+    Instruction counts are kept pending at compile time along each straight path
+    of inlined blocks and added to `_n` once where the path leaves (a jump to a
+    dispatched block, a return); in the entry block's prefix (before the dispatch
+    loop) they are constants."""
+
+    def __init__(self, fc, variant, out=None, var_prefix="v_", inline_result=None,
+                 depth=0, sites=None, chain=None):
+        self.fc = fc
+        self.variant = variant
+        self.entry = variant == "entry"
+        self.types = fc.types if variant == "normal" else fc.generic_types
+        # (an inlined copy runs on whatever regions the caller passes: generic typing)
+        self.out = out if out is not None else _Lines()
+        self.var_prefix = var_prefix        # `w<site>_` for a callee inlined at a call site
+        self.inline_result = inline_result  # inlined callee: the local its `ret` sets
+        self.depth = depth                  # inlining depth
+        self.sites = sites if sites is not None else [0]   # [instrs inlined, site callees...]
+        self.chain = chain if chain is not None else (fc.index,)   # functions being inlined
+        self.emitted = set()            # block indices already emitted
+        self.preds = self._preds()
+        self.tmp = 0
+        self.has_spec = self.types.has_spec
+        self.dirty = set()              # ids of loops whose header needs a dispatch test
+        self.seth_lines = {}            # loop id -> ['_b = header' lines to drop if clean]
+        self.chain_pos = -1             # layout id of the chain member being emitted
+        self.cached_ptr = None          # pointer variable the _hd/_ho/_hr temps hold
+
+    def _preds(self):
+        preds = {}
+        for b in self.fc.blocks:
+            for s in b.succs:
+                preds.setdefault(s, []).append(b.index)
+            if b.abort_succ is not None:
+                preds.setdefault(b.abort_succ, []).append(-1)   # never inline abort targets
+        return preds
+
+    def new_tmp(self):
+        self.tmp += 1
+        return f"_t{self.tmp}" if self.inline_result is None else f"_t{self.tmp}{self.var_prefix}"
+
+    def v(self, name):
+        """The Python local of Bril variable `name` in the code being emitted."""
+        return self.var_prefix + _escape(name)
+
+    # --- whole function -----------------------------------------------------------------
+
+    def emit(self):
+        fc = self.fc
+        o = self.out
+        params = []
+        seen = set()
+        for p in reversed(fc.params):
+            n = var_name(p)
+            params.append(n if n not in seen else f"_dup{len(params)}")
+            seen.add(n)
+        params.reverse()
+        if self.entry:
+            o.add(0, f"def {fc.pyname}__entry(_b, _vars):")
+        elif self.variant == "generic":
+            o.add(0, f"def {fc.pyname}__generic({', '.join(params)}):")
+        else:
+            o.add(0, f"def {fc.pyname}({', '.join(params)}):")
+        o.add(1, "global _N")
+        if self.variant == "normal" and fc.assumed_regions:
+            test = " or ".join(heapmod.region_kind_mismatch(var_name(p), k)
+                               for p, k in fc.assumed_regions)
+            o.add(1, f"if {test}: return {fc.program.generic_name(fc.index)}"
+                     f"({', '.join(params)})")
+        if self.has_spec:
+            o.add(1, "_spec = []")
+        if fc.has_phi:
+            o.add(1, "_lb = _pl = None")
+        if self.entry:
+            for v in fc.variables:
+                o.add(1, f"if {v!r} in _vars: {var_name(v)} = _vars[{v!r}]")
+            for k in sorted(self.types.spec_vars, key=str):
+                if isinstance(k, tuple):
+                    o.add(1, f"if {('shadow', k[1])!r} in _vars: "
+                             f"{shadow_name(k[1])} = _vars[{('shadow', k[1])!r}]")
+        root = fc.root
+        items = list(root.items)
+        entry_block = fc.blocks_by_index[0]
+        if not self.entry and items and items[0] is entry_block \
+                and not self.preds.get(0):
+            # The entry block runs once: before the dispatch loop, counting statically.
+            self.emit_block(entry_block, 1, root, 0, prefix=True)
+            items = items[1:]
+        else:
+            o.add(1, "_n = 0")
+            if not self.entry:
+                o.add(1, "_b = 0")
+        if items:
+            o.add(1, "while True:")
+            self.emit_chain(root, items, 2)
+        return "\n".join("    " * e[0] + e[1] for e in o.lines) + "\n"
+
+    def emit_chain(self, region, items, ind):
+        o = self.out
+        start = len(o.lines)
+        for it in items:
+            if isinstance(it, Loop):
+                self.emit_loop(it, ind)
+                continue
+            if it.index in self.emitted:
+                continue
+            o.add(ind, f"if _b == {it.lid}:")
+            self.chain_pos = it.lid
+            self.emit_block(it, ind + 1, region, 0)
+        if len(o.lines) == start:
+            o.add(ind, "pass")
+
+    def emit_loop(self, loop, ind):
+        o = self.out
+        if self.entry:
+            o.add(ind, f"if {loop.lo} <= _b <= {loop.hi}:")
+        else:
+            o.add(ind, f"if _b == {self.fc.blocks_by_index[loop.header].lid}:")
+        o.add(ind + 1, "while True:")
+        self.seth_lines[id(loop)] = []
+        header = self.fc.blocks_by_index[loop.header]
+        guard = o.add(ind + 2, f"if _b == {header.lid}:")
+        hstart = len(o.lines)
+        self.chain_pos = header.lid
+        self.emit_block(header, ind + 3, loop, 0)
+        hend = len(o.lines)
+        for it in loop.items:
+            if it is header:
+                continue
+            if isinstance(it, Loop):
+                self.emit_loop(it, ind + 2)
+            elif it.index not in self.emitted:
+                o.add(ind + 2, f"if _b == {it.lid}:")
+                self.chain_pos = it.lid
+                self.emit_block(it, ind + 3, loop, 0)
+        # Falling off the end of the loop body: leave the loop unless the target is
+        # inside it (then go round to find it).
+        o.add(ind + 2, f"if _b < {loop.lo} or _b > {loop.hi}: break")
+        if not self.entry and id(loop) not in self.dirty:
+            # Every arrival at the top is for the header: drop its dispatch test.
+            guard[1] = None
+            for entry in o.lines[hstart:hend]:
+                entry[0] -= 1
+            for entry in self.seth_lines[id(loop)]:
+                entry[1] = None
+            o.lines[:] = [e for e in o.lines if e[1] is not None]
+
+    # --- blocks -------------------------------------------------------------------------
+
+    def emit_block(self, b, ind, region, pending, prefix=False):
+        """Emit block b (and the blocks inlined into it) at indentation ind;
+        `pending`: instructions executed on this path and not yet added to _n."""
+        o = self.out
+        self.emitted.add(b.index)
+        self.cached_ptr = None
+        fc = self.fc
+        if fc.has_phi and b.label is not None:
+            lid = fc.label_ids.setdefault(b.label, len(fc.label_ids))
+            o.add(ind, f"_pl = _lb; _lb = {lid}")
+        pending += b.size
+        term = b.term
+        body = b.instrs[:-1] if term is not None else b.instrs
+        for instr in body:
+            self.emit_instr(instr, ind)
+        ctx = (region, b, prefix)
+        if term is None:
+            if b.falls_off:
+                self.emit_return(None, ind, pending, prefix, implicit=True)
+            else:
+                self.emit_transfer(b.succs[0], ind, ctx, pending)
+            return
+        op = term["op"]
+        if op == "ret":
+            self.emit_ret(term, ind, pending, prefix)
+        elif op == "jmp":
+            if self.emit_argcount(term, ind):
+                self.emit_transfer(b.targets[0], ind, ctx, pending)
+        elif op == "br":
+            self.emit_br(term, b, ind, ctx, pending)
+        elif op == "guard":
+            self.emit_guard(term, b, ind, ctx, pending)
+        else:
+            raise AssertionError(op)
+
+    def can_inline(self, t, region, ind):
+        if self.entry or not isinstance(t, int) or t == 0 or t in self.emitted:
+            return False
+        blk = self.fc.blocks_by_index[t]
+        preds = self.preds.get(t, [])
+        if len(set(preds)) != 1 or -1 in preds:
+            return False
+        if blk.loop is not (region if region is not self.fc.root else None):
+            return False
+        if blk.loop is not None and blk.loop.header == t:
+            return False
+        return ind <= MAX_INLINE_INDENT or self.inline_result is not None
+
+    def transfer_kind(self, t, ind, ctx):
+        """How control reaches t: 'raise', 'inline', 'fall', 'continue' or 'break'."""
+        if not isinstance(t, int):
+            return "raise"
+        region, src, prefix = ctx
+        if self.can_inline(t, region, ind):
+            return "inline"
+        if prefix:
+            return "fall"
+        tb = self.fc.blocks_by_index[t]
+        if region.lo <= tb.lid <= region.hi:
+            return "fall" if tb.lid > self.chain_pos else "continue"
+        return "break"
+
+    def flush(self, pending, ind, prefix):
+        """Add the pending count to _n before leaving the inlined path."""
+        if prefix:
+            self.out.add(ind, f"_n = {pending}")
+        elif pending:
+            self.out.add(ind, f"_n += {pending}")
+
+    def emit_transfer(self, t, ind, ctx, pending):
+        """Emit a jump to t (block index or error message); True if the code emitted
+        ends in a jump statement (continue/break/return/raise) or a nested
+        block's own transfer."""
+        o = self.out
+        region, src, prefix = ctx
+        kind = self.transfer_kind(t, ind, ctx)
+        if kind == "raise":
+            o.add(ind, f"raise _E({t!r})")
+            return True
+        tb = self.fc.blocks_by_index[t]
+        if kind == "inline":
+            self.emit_block(tb, ind, region, pending, prefix)
+            return True
+        self.flush(pending, ind, prefix)
+        if kind == "fall":
+            o.add(ind, f"_b = {tb.lid}")
+            return False
+        if kind == "continue":
+            line = o.add(ind, f"_b = {tb.lid}")
+            if tb.index == region.header and not self.entry:
+                self.seth_lines[id(region)].append(line)
+            elif region is not self.fc.root:
+                self.dirty.add(id(region))
+            o.add(ind, "continue")
+            return True
+        o.add(ind, f"_b = {tb.lid}")
+        o.add(ind, "break")
+        self.note_exit(region, tb)
+        return True
+
+    def note_exit(self, region, tb):
+        """A `break` from `region` to block tb lands after region's loop in its parent."""
+        parent = region.parent or self.fc.root
+        while True:
+            if parent.lo <= tb.lid <= parent.hi:
+                if tb.lid > region.hi:
+                    return                  # found further down the parent's chain
+                if parent is not self.fc.root and tb.index != parent.header:
+                    self.dirty.add(id(parent))
+                return
+            # leaves the parent too (through its end-of-body test)
+            region, parent = parent, parent.parent or self.fc.root
+
+    def emit_br(self, term, b, ind, ctx, pending):
+        o = self.out
+        if not self.emit_argcount(term, ind):
+            return
+        cond = self.operand(term, 0, "bool")
+        t, f = b.targets
+        if t == f:
+            o.add(ind, cond)    # still evaluated (undefined variable, type check)
+            self.emit_transfer(t, ind, ctx, pending)
+            return
+        kt = self.transfer_kind(t, ind + 1, ctx)
+        kf = self.transfer_kind(f, ind + 1, ctx)
+        if kt == "fall" and kf == "fall":
+            self.flush(pending, ind, ctx[2])
+            o.add(ind, f"_b = {self.lid(t)} if {cond} else {self.lid(f)}")
+            return
+        cache = self.cached_ptr
+        if kf == "inline" and kt != "inline":
+            # `if c: <jump>` and the inlined side at this level (less nesting)
+            o.add(ind, f"if {cond}:")
+            ends = self.emit_transfer(t, ind + 1, ctx, pending)
+            self.cached_ptr = cache
+            if not ends:
+                o.add(ind, "else:")
+                ind += 1
+            self.emit_transfer(f, ind, ctx, pending)
+            return
+        o.add(ind, f"if {cond}:")
+        self.emit_transfer(t, ind + 1, ctx, pending)
+        self.cached_ptr = cache
+        o.add(ind, "else:")
+        self.emit_transfer(f, ind + 1, ctx, pending)
+
+    def lid(self, t):
+        return self.fc.blocks_by_index[t].lid
+
+    def emit_guard(self, term, b, ind, ctx, pending):
+        o = self.out
+        if not self.emit_argcount(term, ind):
+            return
+        cond = self.operand(term, 0, "bool")
+        target = b.targets[0]
+        cache = self.cached_ptr
+        o.add(ind, f"if not {cond}:")
+        if isinstance(target, str) and not target.startswith("label "):
+            o.add(ind + 1, f"raise _E({target!r})")     # missing label: before the state check
+            ends = True
+        else:
+            o.add(ind + 1, "if not _spec: raise _E('abort in non-speculative state')")
+            self.emit_restore(ind + 1)
+            ends = self.emit_transfer(target, ind + 1, ctx, pending)
+        self.cached_ptr = cache
+        if not ends:
+            o.add(ind, "else:")
+            ind += 1
+        if b.falls_off:
+            self.emit_return(None, ind, pending, ctx[2], implicit=True)
+        else:
+            self.emit_transfer(b.succs[0], ind, ctx, pending)
+
+    # --- speculation ---------------------------------------------------------------------
+
+    def snapshot_vars(self):
+        keys = sorted(self.types.spec_vars, key=lambda k: (isinstance(k, tuple), str(k)))
+        bound = set() if self.entry else self.types.spec_bound
+        sure = [k for k in keys if k in bound]
+        maybe = [k for k in keys if k not in bound]
+        return sure, maybe
+
+    def emit_snapshot(self, ind):
+        o = self.out
+        sure, maybe = self.snapshot_vars()
+        names = [_key_pyname(k) for k in sure]
+        for i, k in enumerate(maybe):
+            o.add(ind, "try:")
+            o.add(ind + 1, f"_sv{i} = {_key_pyname(k)}")
+            o.add(ind, "except NameError:")
+            o.add(ind + 1, f"_sv{i} = _UNB")
+            names.append(f"_sv{i}")
+        o.add(ind, f"_spec.append(({', '.join(names)}{',' if len(names) == 1 else ''}))")
+
+    def emit_restore(self, ind):
+        o = self.out
+        sure, maybe = self.snapshot_vars()
+        names = [_key_pyname(k) for k in sure] + [f"_sv{i}" for i in range(len(maybe))]
+        if names:
+            o.add(ind, f"({', '.join(names)}{',' if len(names) == 1 else ''}) = _spec.pop()")
+        else:
+            o.add(ind, "_spec.pop()")
+        for i, k in enumerate(maybe):
+            n = _key_pyname(k)
+            o.add(ind, f"if _sv{i} is _UNB:")
+            o.add(ind + 1, "try:")
+            o.add(ind + 2, f"del {n}")
+            o.add(ind + 1, "except NameError:")
+            o.add(ind + 2, "pass")
+            o.add(ind, "else:")
+            o.add(ind + 1, f"{n} = _sv{i}")
+        self.cached_ptr = None
+
+    # --- returns -------------------------------------------------------------------------
+
+    def emit_return(self, value, ind, pending, prefix, implicit=False):
+        o = self.out
+        if self.inline_result is not None:
+            # An inlined callee: count its instructions and hand the value back.
+            if pending:
+                o.add(ind, f"_N += {pending}")
+            o.add(ind, f"{self.inline_result} = {value}")
+            return
+        if self.has_spec:
+            msg = "implicit return in speculative state" if implicit \
+                else "ret not allowed during speculation"
+            o.add(ind, f"if _spec: raise _E({msg!r})")
+        if prefix:
+            if pending:
+                o.add(ind, f"_N += {pending}")
+        else:
+            o.add(ind, f"_N += _n + {pending}" if pending else "_N += _n")
+        o.add(ind, f"return {value}")
+
+    def emit_ret(self, instr, ind, pending, prefix):
+        args = instr.get("args") or []
+        if len(args) > 1:
+            if self.has_spec:
+                self.out.add(ind, "if _spec: raise _E('ret not allowed during speculation')")
+            self.out.add(ind, f"raise _E({f'ret takes 0 or 1 argument(s); got {len(args)}'!r})")
+            return
+        self.emit_return(self.v(args[0]) if args else "None", ind, pending, prefix)
+
+    # --- instructions --------------------------------------------------------------------
+
+    def emit_argcount(self, instr, ind):
+        op = instr["op"]
+        count = ARG_COUNTS.get(op)
+        if op not in OPS:
+            self.out.add(ind, f"raise _E({('unknown opcode ' + str(op))!r})")
+            return False
+        if count is not None:
+            found = len(instr.get("args") or [])
+            if found != count:
+                self.out.add(ind, f"raise _E({f'{op} takes {count} argument(s); got {found}'!r})")
+                return False
+        return True
+
+    def operand(self, instr, i, kind):
+        """Expression for argument i of instr, checked to be of `kind` unless certain."""
+        name = instr["args"][i]
+        v = self.v(name)
+        if kind is None or tc.only(self.arg_tags(instr, i), kind):
+            return v
+        what = "Pointer" if kind == "ptr" else kind
+        msg = f"{instr['op']} argument {i} must be a {what}"
+        return f"{_CHECKERS[kind]}({v}, {msg!r})"
+
+    def arg_tags(self, instr, i):
+        tags = self.types.arg_tags.get(id(instr), ())
+        return tags[i] if i < len(tags) else tc.TOP
+
+    def dest(self, instr):
+        d = instr.get("dest")
+        return self.v(d) if isinstance(d, str) else "_"
+
+    def emit_instr(self, instr, ind):
+        o = self.out
+        op = instr["op"]
+        if op == "const":
+            self.emit_const(instr, ind)
+        elif not self.emit_argcount(instr, ind):
+            return
+        else:
+            if self.has_spec and op == "call":
+                o.add(ind, "if _spec: raise _E('call not allowed during speculation')")
+            info = OPS[op]
+            if info.py is not None:
+                args = [self.operand(instr, i, k if k in _CHECKERS else None)
+                        for i, k in enumerate(info.args)]
+                d = self.dest(instr)
+                tmpl = info.py
+                if tmpl.startswith(_WRAP_PREFIX) and tmpl.endswith(")"):
+                    # Inline the wrap-around as a range test, one-sided or none where
+                    # the operands' inferred bounds allow (bril.typecheck).
+                    inner = tmpl[len(_WRAP_PREFIX):-1].format(*args)
+                    o.add(ind, f"{d} = {inner}")
+                    check = self.types.wrap_checks.get(id(instr), "both")
+                    if check == "both":
+                        o.add(ind, f"if not {INT_MIN} <= {d} <= {INT_MAX}: {d} = wrap64({d})")
+                    elif check == "upper":
+                        o.add(ind, f"if {d} > {INT_MAX}: {d} = wrap64({d})")
+                    elif check == "lower":
+                        o.add(ind, f"if {d} < {INT_MIN}: {d} = wrap64({d})")
+                elif info.py_nonneg is not None:
+                    o.add(ind, f"{d} = {self.nonneg_expr(instr, info, args)}")
+                else:
+                    o.add(ind, f"{d} = {tmpl.format(*args)}")
+            else:
+                getattr(self, "op_" + op)(instr, ind)
+        d = instr.get("dest")
+        if self.cached_ptr is not None and isinstance(d, str) \
+                and self.v(d) == self.cached_ptr and op not in ("ptradd",):
+            self.cached_ptr = None
+
+    def nonneg_expr(self, instr, info, args):
+        """The op's cheap template where its operands are proven non-negative (and
+        positive divisors), else with a run-time test for the unproven ones, else
+        (operands with checks) the general template."""
+        proven = self.types.nonneg.get(id(instr), ())
+        tests = [f"{a} >= 0" if i == 0 else f"{a} > 0"
+                 for i, a in enumerate(args) if not (i < len(proven) and proven[i])]
+        if not tests:
+            return info.py_nonneg.format(*args)
+        if all(a.startswith(self.var_prefix) for a in args):
+            return (f"({info.py_nonneg.format(*args)} if {' and '.join(tests)} "
+                    f"else {info.py.format(*args)})")
+        return info.py.format(*args)
+
+    def emit_const(self, instr, ind):
+        o = self.out
+        d = self.dest(instr)
+        v = instr.get("value")
+        if isinstance(v, bool):
+            lit = repr(v)
+        elif isinstance(v, (int, float)):
+            if instr.get("type") == "float":
+                try:
+                    lit = _float_literal(float(v))
+                except OverflowError:
+                    lit = _float_literal(math.inf if v > 0 else -math.inf)
+            else:
+                if isinstance(v, float) and (v != v or v in (math.inf, -math.inf)):
+                    o.add(ind, f"raise _E({f'cannot convert {v} to an int'!r})")
+                    return
+                n = math.floor(v)
+                n = ((n - INT_MIN) & ((1 << 64) - 1)) + INT_MIN
+                lit = repr(n)
+        elif isinstance(v, str):
+            if len(v) != 1:
+                o.add(ind, "raise _E('char must have one character')")
+                return
+            lit = repr(v)
+        else:
+            # No value: the reference stores `undefined`, i.e. the variable becomes unset.
+            o.add(ind, "try:")
+            o.add(ind + 1, f"del {d}")
+            o.add(ind, "except NameError:")
+            o.add(ind + 1, "pass")
+            return
+        o.add(ind, f"{d} = {lit}")
+
+    def op_nop(self, instr, ind):
+        pass
+
+    def op_print(self, instr, ind):
+        parts = []
+        for i, a in enumerate(instr.get("args") or []):
+            v = self.v(a)
+            t = self.arg_tags(instr, i)
+            if t == {"int"} or t == {"char"}:
+                parts.append("{" + v + "}")
+            elif t == {"bool"}:
+                parts.append("{(\"true\" if " + v + " else \"false\")}")
+            elif t == {"float"}:
+                parts.append("{_ff(" + v + ")}")
+            else:
+                parts.append("{_fv(" + v + ")}")
+        self.out.add(ind, "_P(f'" + " ".join(parts) + "\\n')")
+
+    def op_call(self, instr, ind):
+        o = self.out
+        funcs = instr.get("funcs")
+        if not funcs:
+            msg = "missing functions; expected at least 1" if funcs is None \
+                else f"expecting 1 functions; found {len(funcs)}"
+            o.add(ind, f"raise _E({msg!r})")
+            return
+        callee = self.fc.program.resolve_call(self.fc.index, funcs[0])
+        if isinstance(callee, str):
+            o.add(ind, f"raise _E({callee!r})")
+            return
+        cfunc = callee.func
+        params = cfunc.get("args") or []
+        args = instr.get("args") or []
+        if len(params) != len(args):
+            o.add(ind, f"raise _E({f'function expected {len(params)} arguments, got {len(args)}'!r})")
+            return
+        exprs = []
+        for i, (p, a) in enumerate(zip(params, args)):
+            ptype = p.get("type")
+            v = self.v(a)
+            kind = _decl_kind(ptype)
+            tags = self.arg_tags(instr, i)
+            if kind == "any" or (kind is not None and tc.only(tags, kind)):
+                exprs.append(v)
+            elif kind is None:
+                exprs.append(f"_unknown_type({v}, {js_type_text(ptype)!r})")
+            else:
+                exprs.append(f"{_CHECKERS[kind]}({v}, 'function argument type mismatch')")
+        if self.should_inline(callee):
+            call = self.emit_inlined(callee, exprs, ind)
+        else:
+            call = f"{callee.pyname}({', '.join(exprs)})"
+        ftype = cfunc.get("type")
+        returns = callee.returns
+        dest = instr.get("dest")
+        if dest is None:
+            if ftype is None and returns <= {"none"}:
+                o.add(ind, call)
+                return
+            r = self.new_tmp()
+            o.add(ind, f"{r} = {call}")
+            if returns - {"none"}:
+                o.add(ind, f"if {r} is not None: "
+                           f"raise _E('unexpected value returned without destination')")
+            if ftype is not None:
+                o.add(ind, f"raise _E({_nonvoid_msg(ftype)!r})")
+            return
+        d = self.v(dest)
+        itype = instr.get("type")
+        o.add(ind, f"{d} = {call}")
+        if itype is None:
+            o.add(ind, "raise _E('function call must include a type if it has a destination')")
+            return
+        if "none" in returns:
+            o.add(ind, f"if {d} is None: raise _E({_nonvoid_msg(ftype)!r})")
+        kind = _decl_kind(itype)
+        rt = frozenset(returns - {"none"})
+        if kind is None:
+            o.add(ind, f"_unknown_type({d}, {js_type_text(itype)!r})")
+        elif kind != "any" and not tc.only(rt, kind):
+            msg = "type of value returned by function does not match destination type"
+            o.add(ind, f"{_CHECKERS[kind]}({d}, {msg!r})")
+        if ftype is None:
+            o.add(ind, "raise _E('function with void return type used in value call')")
+        elif not type_cmp(itype, ftype):
+            o.add(ind, "raise _E('type of value returned by function does not match declaration')")
+
+    def should_inline(self, callee):
+        """Inline small loop-free callees, two levels deep at most, never a function
+        into itself (unrolling recursion measured no faster)."""
+        if self.entry or self.depth >= INLINE_MAX_DEPTH or not callee.inlinable:
+            return False
+        if callee.index in self.chain:
+            return False
+        return self.sites[0] + len(callee.func.get("instrs") or []) <= INLINE_BUDGET
+
+    def emit_inlined(self, callee, exprs, ind):
+        """Emit callee's code in place of a call (arguments already checked as a
+        call would); returns the local holding its result."""
+        o = self.out
+        site = len(self.sites)
+        self.sites.append(callee.index)
+        self.sites[0] += len(callee.func.get("instrs") or [])
+        prefix = f"w{site}_"
+        result = f"_r{site}"
+        for p, e in zip(callee.params, exprs):
+            o.add(ind, f"{prefix}{_escape(p)} = {e}")
+        sub = _Emitter(callee, "inline", out=o, var_prefix=prefix, inline_result=result,
+                       depth=self.depth + 1, sites=self.sites,
+                       chain=self.chain + (callee.index,))
+        sub.tmp = self.tmp + 1000 * site
+        sub.emit_block(callee.blocks_by_index[0], ind, callee.root, 0, prefix=True)
+        self.cached_ptr = None
+        return result
+
+    def op_alloc(self, instr, ind):
+        o = self.out
+        n = self.operand(instr, 0, "int")
+        typ = instr.get("type")
+        if not (isinstance(typ, dict) and "ptr" in typ):
+            o.add(ind, n)
+            o.add(ind, f"raise _E({'cannot allocate non-pointer type ' + js_type_text(typ)!r})")
+            return
+        const = self.fc.program.constant(typ["ptr"])
+        o.add(ind, f"{self.dest(instr)} = _alloc({n}, {const})")
+
+    def unpacked_ptr(self, instr, ind):
+        """Check argument 0 is a pointer and load it into the heap temporaries
+        (unless they already hold it); returns the plain local holding it."""
+        expr = self.operand(instr, 0, "ptr")
+        if expr.startswith(self.var_prefix):
+            p = expr
+        else:
+            p = self.new_tmp()
+            self.out.add(ind, f"{p} = {expr}")
+        if self.cached_ptr != p:
+            self.out.add(ind, heapmod.unpack_line(p))
+            self.cached_ptr = p
+        return p
+
+    def op_free(self, instr, ind):
+        expr = self.operand(instr, 0, "ptr")
+        self.out.add(ind, f"_free({expr})")
+
+    def op_load(self, instr, ind):
+        p = self.unpacked_ptr(instr, ind)
+        for line in heapmod.load_lines(self.dest(instr), p, instr["args"][0]):
+            self.out.add(ind, line)
+
+    def op_store(self, instr, ind):
+        o = self.out
+        p = self.unpacked_ptr(instr, ind)
+        v = self.v(instr["args"][1])
+        vt = self.arg_tags(instr, 1)
+        pt = self.arg_tags(instr, 0)
+        kinds = {tc.tag_kind(t) for t in vt}
+        vk = kinds.pop() if len(kinds) == 1 and None not in kinds else None
+        # No element check when every region the pointer can reach accepts the kind.
+        if vk is not None and pt and all(
+                t.startswith("ptr:") and t[4:] in tc.ELEM_ACCEPTS
+                and vk in tc.ELEM_ACCEPTS[t[4:]] for t in pt):
+            unbound = self.types.arg_unbound.get(id(instr), ())
+            if len(unbound) > 1 and unbound[1]:
+                o.add(ind, v)   # read the value before the bounds test (undefined first)
+        else:
+            o.add(ind, heapmod.store_check_line(v, vk))
+        for line in heapmod.store_lines(p, v):
+            o.add(ind, line)
+
+    def op_ptradd(self, instr, ind):
+        p = self.unpacked_ptr(instr, ind)
+        k = self.operand(instr, 1, "int")
+        d = self.dest(instr)
+        for line in heapmod.ptradd_lines(d, k):
+            self.out.add(ind, line)
+        self.cached_ptr = d if d != "_" else None
+
+    def op_set(self, instr, ind):
+        args = instr["args"]
+        self.out.add(ind, f"{shadow_name(args[0])} = {self.v(args[1])}")
+
+    def op_get(self, instr, ind):
+        d = instr.get("dest")
+        if not isinstance(d, str):
+            self.out.add(ind, "raise _E('get without corresponding set for undefined')")
+            return
+        self.out.add(ind, f"{self.v(d)} = {shadow_name(d)}")
+
+    def op_undef(self, instr, ind):
+        self.out.add(ind, f"{self.dest(instr)} = _UNDEF")
+
+    def op_speculate(self, instr, ind):
+        self.emit_snapshot(ind)
+
+    def op_commit(self, instr, ind):
+        o = self.out
+        o.add(ind, "if not _spec: raise _E('commit in non-speculative state')")
+        o.add(ind, "_spec.pop()")
+
+    def op_phi(self, instr, ind):
+        o = self.out
+        labels = instr.get("labels") or []
+        args = instr.get("args") or []
+        d = self.dest(instr)
+        ids = self.fc.label_ids
+        first = True
+        seen = set()
+        for lab, a in zip(labels, args):
+            if lab in seen:
+                continue
+            seen.add(lab)
+            lid = ids.setdefault(lab, len(ids))
+            o.add(ind, f"{'if' if first else 'elif'} _pl == {lid}: {d} = {self.v(a)}")
+            first = False
+        tail = f"_phi_error(_pl, {self.fc.program.constant(ids)})"
+        if first:
+            o.add(ind, tail)
+        else:
+            o.add(ind, f"else: {tail}")
+
+
+def _decl_kind(typ):
+    if typ in ("int", "bool", "float", "char", "any"):
+        return typ
+    if isinstance(typ, dict) and "ptr" in typ:
+        return "ptr"
+    return None
+
+
+def _nonvoid_msg(ftype):
+    return f"non-void function (type: {js_type_text(ftype)}) doesn't return anything"
+
+
+def dump_requested():
+    return os.environ.get("BRIL_DUMP_PY")

@@ -1,0 +1,82 @@
+"""Dominators, the dominator tree and dominance frontiers of a CFG.
+
+Only blocks reachable from the entry take part (unreachable blocks have no
+dominators).  Immediate dominators come from the Cooper-Harvey-Kennedy
+iteration over reverse postorder; everything else derives from them.
+"""
+
+
+def immediate_dominators(cfg):
+    """Map each reachable block to its immediate dominator (the entry to None)."""
+    rpo = cfg.reverse_postorder()
+    index = {n: i for i, n in enumerate(rpo)}
+    idom = {cfg.entry: cfg.entry}
+
+    def intersect(a, b):
+        while a != b:
+            while index[a] > index[b]:
+                a = idom[a]
+            while index[b] > index[a]:
+                b = idom[b]
+        return a
+
+    changed = True
+    while changed:
+        changed = False
+        for n in rpo[1:]:
+            new = None
+            for p in cfg.preds[n]:
+                if p in idom:
+                    new = p if new is None else intersect(p, new)
+            if idom.get(n) != new:
+                idom[n] = new
+                changed = True
+    idom[cfg.entry] = None
+    return idom
+
+
+def dominators(cfg, idom=None):
+    """Map each reachable block to the set of blocks that dominate it (itself included)."""
+    idom = idom or immediate_dominators(cfg)
+    dom = {}
+    for n in cfg.reverse_postorder():      # a block's idom comes before it in RPO
+        parent = idom[n]
+        dom[n] = (dom[parent] if parent is not None else set()) | {n}
+    return dom
+
+
+def dominator_tree(cfg, idom=None):
+    """Map each reachable block to its children in the dominator tree (in RPO)."""
+    idom = idom or immediate_dominators(cfg)
+    tree = {n: [] for n in idom}
+    for n in cfg.reverse_postorder():
+        if idom[n] is not None:
+            tree[idom[n]].append(n)
+    return tree
+
+
+def dominance_frontier(cfg, idom=None):
+    """Map each reachable block B to the blocks where B's dominance ends: the
+    blocks with a predecessor dominated by B that B does not strictly dominate."""
+    idom = idom or immediate_dominators(cfg)
+    df = {n: set() for n in idom}
+    for n in idom:
+        preds = [p for p in cfg.preds[n] if p in idom]
+        if len(preds) < 2 and not (n == cfg.entry and preds):
+            continue
+        for p in preds:
+            runner = p
+            # Walk up from each predecessor until reaching n's idom.
+            while runner is not None and runner != idom[n]:
+                df[runner].add(n)
+                runner = idom[runner]
+    return df
+
+
+def dominates(dom, a, b):
+    """True if block a dominates block b (dom from `dominators`)."""
+    return a in dom.get(b, ())
+
+
+def strictly_dominates(dom, a, b):
+    return a != b and a in dom.get(b, ())

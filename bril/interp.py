@@ -1,0 +1,314 @@
+"""The Bril interpreter (public API): link, compile to Python, run.
+
+    run(prog, argv=(), *, out=None, base_dir=None, lib_dirs=()) -> int
+    run_capture(prog, argv=()) -> (stdout text, count)
+
+`run` links imports (`bril.linker`), turns every function reachable from
+@main into Python source (`bril.codegen`, guided by `bril.typecheck`),
+compiles it once, and calls @main with its command-line arguments parsed by
+their declared types (`bril.values`).  It returns the number of dynamic
+instructions (what `brili -p` prints) and raises `BrilError` with the
+reference interpreter's message for every Bril error; output printed before
+an error has been written to `out` (and flushed) when the error is raised.
+
+Semantics beyond the reference interpreter (all documented in the team brief):
+
+* Integers are exact signed 64-bit values (wrapping), also in JSON constants
+  and in @main arguments (read exactly, not through a double).
+* Speculation nests as the spec says: `commit` ends the innermost
+  speculation and returns to its parent.  An abort (failed `guard`) restores
+  the variables, *including ssa2 shadow variables* (`set`), to their values
+  at the matching `speculate` (the reference does not roll back shadow
+  variables); the heap and the output are not rolled back.
+* The classic SSA `phi` picks the argument whose label is the
+  second-most-recently executed label (docs/lang/ssa.md).
+* Deep recursion runs in a thread with a large stack and a high recursion
+  limit; a runaway recursion ends in a one-line error.
+
+For a tracer or a native engine: `compile_program(prog, ...)` returns the
+`CompiledProgram`, whose `codes` map function indices to `FunctionCode`
+objects (blocks in layout order, variables at block entry, generated source,
+`entry_source()` to start a function at any block with given variables); see
+`bril.codegen`.
+"""
+
+import io
+import os
+import re
+import sys
+import threading
+
+from .errors import BrilError
+from . import codegen
+from . import heap as heapmod
+from .linker import link
+from .ops import HELPERS as OP_HELPERS
+from .values import (UNDEF, MISSING, format_float, format_value, kind_of, js_type_text,
+                     parse_main_args, type_check)
+
+# Nested Bril calls allowed before "recursion too deep" (the reference, on a 1 MB
+# JavaScript stack, stops far earlier).
+MAX_CALL_DEPTH = 200_000
+THREAD_STACK = 512 * 1024 * 1024
+
+
+# --- helpers the generated code calls --------------------------------------------------
+
+def _cint(v, msg):
+    if type(v) is int:
+        return v
+    raise BrilError(msg)
+
+
+def _cbool(v, msg):
+    if type(v) is bool:
+        return v
+    raise BrilError(msg)
+
+
+def _cfloat(v, msg):
+    if type(v) is float:
+        return v
+    raise BrilError(msg)
+
+
+def _cchar(v, msg):
+    if type(v) is str:
+        return v
+    raise BrilError(msg)
+
+
+def _cptr(v, msg):
+    if type(v) is tuple:
+        return v
+    raise BrilError(msg)
+
+
+def _unknown_type(v, text):
+    raise BrilError(f"unknown type {text}")
+
+
+def _phi_error(prev, label_ids):
+    if prev is None:
+        raise BrilError("phi: no predecessor label has been executed")
+    name = next((k for k, v in label_ids.items() if v == prev), prev)
+    raise BrilError(f"phi has no argument for label {name}")
+
+
+class _Unbound:
+    __slots__ = ()
+
+
+_BASE_NAMESPACE = dict(OP_HELPERS)
+_BASE_NAMESPACE.update(heapmod.HELPERS)
+_BASE_NAMESPACE.update({
+    "_E": BrilError,
+    "_cint": _cint, "_cbool": _cbool, "_cfloat": _cfloat, "_cchar": _cchar, "_cptr": _cptr,
+    "_unknown_type": _unknown_type,
+    "_phi_error": _phi_error,
+    "_ff": format_float,
+    "_fv": format_value,
+    "_kind": kind_of,
+    "_UNDEF": UNDEF,
+    "_UNB": _Unbound(),
+    "_INF": float("inf"),
+    "_NAN": float("nan"),
+})
+
+
+# --- compiling a program -----------------------------------------------------------------
+
+class CompiledProgram:
+    """The generated Python code of a linked program, with its run-time namespace."""
+
+    def __init__(self, linked, out):
+        self.linked = linked
+        self.heap = heapmod.Heap()
+        self.ns = dict(_BASE_NAMESPACE)
+        self.ns["_N"] = 0
+        self.ns["_P"] = out.write
+        self.ns["_alloc"] = self.heap.alloc
+        self.ns["_free"] = self.heap.free
+        self.codes = {}             # global function index -> FunctionCode
+        self._consts = {}
+
+    # used by the code generator
+    def resolve_call(self, caller_index, name):
+        r = self.linked.resolve_call(caller_index, name)
+        return r if isinstance(r, str) else self.codes[r]
+
+    def constant(self, obj):
+        """A global name bound to obj in the generated code's namespace."""
+        key = id(obj)
+        name = self._consts.get(key)
+        if name is None:
+            name = f"_K{len(self._consts)}"
+            self._consts[key] = name
+            self.ns[name] = obj
+        return name
+
+    def generic_name(self, index):
+        """Global name of the generic variant of a function (compiled on first call)."""
+        name = f"_G{index}"
+        if name not in self.ns:
+            def compile_generic(*args):
+                fc = self.codes[index]
+                src = fc.generic_source()
+                self._dump_more(src)
+                exec(compile(src, f"<bril @{fc.name} generic>", "exec"), self.ns)
+                fn = self.ns[name] = self.ns[f"{fc.pyname}__generic"]
+                return fn(*args)
+            self.ns[name] = compile_generic
+        return name
+
+    def _dump_more(self, src):
+        dump = codegen.dump_requested()
+        if dump:
+            _dump(src, dump)
+
+    def function_code(self, index):
+        fc = self.codes.get(index)
+        if fc is None:
+            fc = self.codes[index] = codegen.FunctionCode(index, self.linked.functions[index], self)
+        return fc
+
+    def prepare(self, root_index):
+        """Type-check every function reachable from root_index, then generate and
+        compile their code."""
+        todo = [root_index]
+        seen = {root_index}
+        while todo:
+            fc = self.function_code(todo.pop())
+            for b in fc.blocks_by_index:
+                for instr in b.instrs:
+                    if instr["op"] == "call" and instr.get("funcs"):
+                        r = self.linked.resolve_call(fc.index, instr["funcs"][0])
+                        if isinstance(r, int) and r not in seen:
+                            seen.add(r)
+                            todo.append(r)
+        dump = codegen.dump_requested()
+        sources = []
+        for index in sorted(self.codes):
+            fc = self.codes[index]
+            src = fc.source()
+            sources.append(src)
+            code = compile(src, f"<bril @{fc.name}>", "exec")
+            exec(code, self.ns)
+        if dump:
+            _dump("\n".join(sources), dump)
+
+    def entry_function(self, index):
+        """The `__entry(_b, _vars)` variant of a function (compiled on demand)."""
+        fc = self.codes[index]
+        name = f"{fc.pyname}__entry"
+        if name not in self.ns:
+            src = fc.entry_source()
+            self._dump_more(src)
+            exec(compile(src, f"<bril @{fc.name} entry>", "exec"), self.ns)
+        return self.ns[name]
+
+
+def _dump(text, where):
+    if where in ("1", "-", "stderr"):
+        sys.stderr.write(text)
+    else:
+        with open(where, "w") as fh:
+            fh.write(text)
+
+
+def compile_program(prog, *, out=None, base_dir=None, lib_dirs=(), filename=None):
+    """Link and compile prog; returns (CompiledProgram, index of @main)."""
+    linked = link(prog, base_dir=base_dir, lib_dirs=lib_dirs, filename=filename)
+    main = linked.main_index()
+    compiled = CompiledProgram(linked, out if out is not None else sys.stdout)
+    return compiled, main
+
+
+# --- running ---------------------------------------------------------------------------
+
+_NAME_RE = re.compile(r"'([^']+)'")
+
+
+def _translate(exc):
+    """A BrilError for an exception escaping generated code."""
+    if isinstance(exc, BrilError):
+        return exc
+    if isinstance(exc, NameError):      # includes UnboundLocalError
+        m = _NAME_RE.search(str(exc))
+        who = codegen.bril_name_of(m.group(1)) if m else None
+        if who is not None:
+            kind, name = who
+            if kind == "var":
+                return BrilError(f"undefined variable {name}")
+            return BrilError(f"get without corresponding set for {name}")
+    if isinstance(exc, RecursionError):
+        return BrilError(f"recursion too deep (more than {MAX_CALL_DEPTH} nested calls)")
+    if isinstance(exc, MemoryError):
+        return BrilError("out of memory")
+    return BrilError(f"internal error: {type(exc).__name__}: {exc}")
+
+
+def _call_in_big_thread(fn):
+    """Run fn() in a thread with a large C stack and a high recursion limit."""
+    result = {}
+
+    def target():
+        try:
+            result["value"] = fn()
+        except BaseException as e:          # re-raised in the caller's thread
+            result["error"] = e
+
+    old_limit = sys.getrecursionlimit()
+    old_stack = threading.stack_size()
+    try:
+        sys.setrecursionlimit(MAX_CALL_DEPTH + 200)
+        threading.stack_size(THREAD_STACK)
+        t = threading.Thread(target=target, name="bril-main")
+        t.start()
+        t.join()
+    finally:
+        threading.stack_size(old_stack)
+        sys.setrecursionlimit(old_limit)
+    if "error" in result:
+        raise result["error"]
+    return result.get("value")
+
+
+def run(prog, argv=(), *, out=None, base_dir=None, lib_dirs=(), filename=None):
+    """Run @main of prog with string arguments; return the dynamic instruction count."""
+    out = out if out is not None else sys.stdout
+    compiled, main = compile_program(prog, out=out, base_dir=base_dir, lib_dirs=lib_dirs,
+                                     filename=filename)
+    mfunc = compiled.linked.functions[main]
+    values = parse_main_args(mfunc.get("args") or [], list(argv))
+    try:
+        compiled.prepare(main)
+        if any(v is MISSING for v in values):
+            # Parameters of types the reference does not parse stay unset.
+            entry = compiled.entry_function(main)
+            names = [p["name"] for p in mfunc.get("args") or []]
+            state = {n: v for n, v in zip(names, values) if v is not MISSING}
+            call = lambda: entry(0, state)   # noqa: E731
+        else:
+            fn = compiled.ns[compiled.codes[main].pyname]
+            call = lambda: fn(*values)       # noqa: E731
+        try:
+            _call_in_big_thread(call)
+        except BaseException as e:
+            if isinstance(e, KeyboardInterrupt):
+                raise
+            raise _translate(e) from None
+        if compiled.heap.leaked():
+            raise BrilError("Some memory locations have not been freed by end of execution.")
+        return compiled.ns["_N"]
+    finally:
+        flush = getattr(out, "flush", None)
+        if flush is not None:
+            flush()
+
+
+def run_capture(prog, argv=()):
+    """(stdout text, dynamic instruction count); raises BrilError."""
+    buf = io.StringIO()
+    count = run(prog, argv, out=buf)
+    return buf.getvalue(), count

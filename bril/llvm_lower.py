@@ -1,0 +1,1057 @@
+"""Lower Bril to LLVM IR (an `llvmlite.ir.Module`).
+
+    lower_program(prog, ...) -> ir.Module      the whole program (for `brilc`)
+
+Values: int -> i64, bool -> i1, float -> double, char -> i32 (a code point),
+pointer -> `{i64 region, i64 offset}` (see brilrt.c for the heap: a table of
+regions indexed by the id the error messages print; every load and store
+tests `(unsigned) offset < length` and an "initialised" flag per cell, inline).
+Every variable lives in an `alloca` (promoted to registers by LLVM), so a
+`speculate` snapshot is a copy of the variables and an abort copies them back.
+
+The supported language is statically typed Bril: every variable has one
+declared type, and every instruction produces a value of its destination's
+type.  Programs outside it (`any`, a variable of two types, a `ptr` argument
+to @main, an ill-typed `ret`, the ssa and ssa2 extensions) are rejected by
+`Unsupported`, a one-line `BrilError`.  Everything the interpreter reports at
+run time is reported at run time here too, with the same message, and only
+if the instruction runs: division by zero, heap errors, bad char codes,
+speculation errors, an undefined variable, and the errors the interpreter
+finds late that are static here (an operand of the wrong type, a call with
+the wrong arity, an unknown label or opcode) -- those compile into a call of
+the run-time error function.
+
+Structure, with the future JIT in mind:
+
+* `LOWER` maps every op name of `bril.ops.OPS` to the function lowering one
+  instruction of it (or `UNSUPPORTED` says why not).  They see only a
+  `Lowering` context: a builder, the run-time declarations, `read`/`write` of
+  variables, `fail`, and hooks for control (`jump`, `branch`, `guard`,
+  `ret`, `call`, `speculate`, `commit`).
+* `Lowering.lower_instr` checks arity and operand types and calls the table.
+* `FunctionLowering` is the scaffolding of one whole Bril function: allocas,
+  one LLVM block per Bril block (the engine's blocks, `bril.codegen`), the
+  dynamic instruction count, calls and returns, the speculation stack.  A
+  trace region for the JIT (`speculate ... guard ... commit`, straight-line)
+  reuses `Lowering.lower_instr` with another scaffolding: variables loaded
+  from an array of i64 slots at entry, `guard` returning its exit number
+  (an abort needs no copy: the slots are untouched until an exit writes the
+  live variables back), `call`/`ret` refused.  Slots use the encoding of heap
+  cells (`to_cell`/`from_cell`): int as is, float bit-cast, bool 0/1, char its
+  code point, a pointer two slots (region id, offset).
+"""
+
+from llvmlite import ir
+
+from .errors import BrilError
+from .ops import OPS, INT_MIN
+from . import codegen
+from . import typecheck as tc
+from .linker import link
+from .values import js_type_text, type_cmp
+
+I1 = ir.IntType(1)
+I8 = ir.IntType(8)
+I32 = ir.IntType(32)
+I64 = ir.IntType(64)
+F64 = ir.DoubleType()
+VOID = ir.VoidType()
+PTR = ir.PointerType()                       # opaque machine pointer
+POINTER = ir.LiteralStructType([I64, I64])   # a Bril pointer: {region id, offset}
+REGION = ir.LiteralStructType([PTR, I64])    # brilrt's region entry: {data, length}
+
+SCALARS = {"int": I64, "bool": I1, "float": F64, "char": I32}
+# The interpreter's limit on nested calls (bril.interp.MAX_CALL_DEPTH; brilrt.c too).
+MAX_CALL_DEPTH = 200_000
+
+
+class Unsupported(BrilError):
+    """A program outside what the native compiler handles (reported at compile time)."""
+
+    def __init__(self, what, func=None):
+        where = f" (in @{func})" if func is not None else ""
+        super().__init__(f"brilc does not support {what}{where}")
+
+
+# --- types -----------------------------------------------------------------------------
+
+def type_key(typ):
+    """A hashable Bril type: 'int' | 'bool' | 'float' | 'char' | ('ptr', key); None if
+    the type is not one of those (`any`, unknown names, malformed)."""
+    if isinstance(typ, str):
+        return typ if typ in SCALARS else None
+    if isinstance(typ, dict) and set(typ) == {"ptr"}:
+        inner = type_key(typ["ptr"])
+        return ("ptr", inner) if inner is not None else None
+    return None
+
+
+def type_text(key):
+    return key if isinstance(key, str) else f"ptr<{type_text(key[1])}>"
+
+
+def kind(key):
+    """'int', 'bool', 'float', 'char' or 'ptr'."""
+    return key if isinstance(key, str) else "ptr"
+
+
+def llvm_type(key):
+    return SCALARS[key] if isinstance(key, str) else POINTER
+
+
+def cell_type(key):
+    """How a value of type key is stored in a heap cell (8 bytes; 16 for a pointer).
+    bool and char are widened to i64 so scalar cells are uniform 64-bit words."""
+    if key == "float":
+        return F64
+    return POINTER if kind(key) == "ptr" else I64
+
+
+def cell_size(key):
+    return 16 if kind(key) == "ptr" else 8
+
+
+# --- the run-time library --------------------------------------------------------------
+
+# name: (return type, parameter types, never returns)
+RUNTIME_FUNCTIONS = {
+    "brt_fail": (VOID, [PTR], True),
+    "brt_fail_access": (VOID, [I64, I64], True),
+    "brt_fail_uninit": (VOID, [PTR], True),
+    "brt_fail_char": (VOID, [I64], True),
+    "brt_fail_depth": (VOID, [], True),
+    "brt_print_int": (VOID, [I64, I32], False),
+    "brt_print_bool": (VOID, [I32, I32], False),
+    "brt_print_float": (VOID, [F64, I32], False),
+    "brt_print_char": (VOID, [I32, I32], False),
+    "brt_print_ptr": (VOID, [I32], False),
+    "brt_print_newline": (VOID, [], False),
+    "brt_alloc": (I64, [I64, I64], False),
+    "brt_free": (VOID, [I64, I64], False),
+    "brt_check_arity": (VOID, [I64, I64], False),
+    "brt_arg_int": (I64, [PTR], False),
+    "brt_arg_float": (F64, [PTR], False),
+    "brt_arg_bool": (I32, [PTR], False),
+    "brt_arg_char": (I32, [PTR], False),
+    "llvm.stacksave.p0": (PTR, [], False),
+    "llvm.stackrestore.p0": (VOID, [PTR], False),
+}
+
+RUNTIME_GLOBALS = {
+    "brt_regions": PTR,       # brt_region *: the region table
+    "brt_dyn_count": I64,     # dynamic instruction count (for -p)
+    "brt_depth": I64,         # nested Bril calls
+}
+
+
+class Runtime:
+    """The run-time library's functions, globals and message strings in one module,
+    declared on first use."""
+
+    def __init__(self, module):
+        self.module = module
+        self._functions = {}
+        self._globals = {}
+        self._strings = {}
+        self._tbaa = {}
+
+    def fn(self, name):
+        f = self._functions.get(name)
+        if f is None:
+            ret, params, noreturn = RUNTIME_FUNCTIONS[name]
+            f = ir.Function(self.module, ir.FunctionType(ret, params), name)
+            if noreturn:
+                f.attributes.add("noreturn")
+                f.attributes.add("cold")
+            f.attributes.add("nounwind")
+            self._functions[name] = f
+        return f
+
+    def glob(self, name):
+        g = self._globals.get(name)
+        if g is None:
+            g = ir.GlobalVariable(self.module, RUNTIME_GLOBALS[name], name)
+            self._globals[name] = g
+        return g
+
+    def tbaa(self, what):
+        """A type-based alias tag: 'table' (the region table and its entries), 'cell'
+        (heap cells) or 'flag' (initialised flags).  Stores to cells or flags then
+        do not force reloading the table in a loop."""
+        if not self._tbaa:
+            self._tbaa["root"] = self.module.add_metadata(["bril heap"])
+        tag = self._tbaa.get(what)
+        if tag is None:
+            node = self.module.add_metadata([what, self._tbaa["root"], const_int(0)])
+            tag = self._tbaa[what] = self.module.add_metadata([node, node, const_int(0)])
+        return tag
+
+    def cstring(self, text):
+        """A pointer to a NUL-terminated constant holding text (UTF-8)."""
+        g = self._strings.get(text)
+        if g is None:
+            data = text.encode("utf-8", "replace") + b"\0"   # lone surrogates: '?'
+            typ = ir.ArrayType(I8, len(data))
+            g = ir.GlobalVariable(self.module, typ, f".str{len(self._strings)}")
+            g.linkage = "private"
+            g.global_constant = True
+            g.unnamed_addr = True
+            g.initializer = ir.Constant(typ, bytearray(data))
+            self._strings[text] = g
+        return g
+
+
+# --- one instruction --------------------------------------------------------------------
+
+def const_int(n):
+    return ir.Constant(I64, n)
+
+
+def _binop(method):
+    def lower(cx, instr, a, b):
+        return getattr(cx.b, method)(a, b)
+    return lower
+
+
+def _icmp(op):
+    def lower(cx, instr, a, b):
+        return cx.b.icmp_signed(op, a, b)
+    return lower
+
+
+def _fcmp(op):
+    # Ordered comparisons: false when either side is NaN, as in JavaScript.
+    def lower(cx, instr, a, b):
+        return cx.b.fcmp_ordered(op, a, b)
+    return lower
+
+
+def _lower_div(cx, instr, a, b):
+    bld = cx.b
+    cx.check(bld.icmp_signed("!=", b, const_int(0)), lambda: cx.raise_error("division by zero"))
+    # sdiv traps on INT_MIN / -1; Bril wraps it (x / -1 is -x, wrapping): divide by
+    # 1 instead and negate.
+    minus_one = bld.icmp_signed("==", b, const_int(-1))
+    q = bld.sdiv(a, bld.select(minus_one, const_int(1), b))
+    return bld.select(minus_one, bld.sub(const_int(0), a), q)
+
+
+def _lower_int2char(cx, instr, a):
+    bld = cx.b
+    # Valid: 0 <= a <= 0x10FFFF and not a surrogate (0xD800..0xDFFF).
+    in_range = bld.icmp_unsigned("<=", a, const_int(0x10FFFF))
+    surrogate = bld.icmp_unsigned("<", bld.sub(a, const_int(0xD800)), const_int(0x800))
+    ok = bld.and_(in_range, bld.not_(surrogate))
+    rt = cx.rt
+    cx.check(ok, lambda: bld.call(rt.fn("brt_fail_char"), [a]))
+    return bld.trunc(a, I32)
+
+
+def _lower_const(cx, instr):
+    key = cx.dest_type(instr)
+    value = instr.get("value")
+    if key is None:
+        return None                             # no destination: nothing to do
+    if "value" not in instr or value is None:
+        # No value: the reference stores `undefined`, i.e. the variable becomes unset.
+        cx.unset(instr.get("dest"))
+        return None
+    if key == "float":
+        try:
+            return ir.Constant(F64, float(value))
+        except OverflowError:
+            return ir.Constant(F64, float("inf") if value > 0 else float("-inf"))
+    if key == "int":
+        n = value if isinstance(value, int) else int(value // 1)
+        return const_int(((n - INT_MIN) & ((1 << 64) - 1)) + INT_MIN)
+    if key == "bool":
+        return ir.Constant(I1, int(value))
+    if key == "char":
+        if len(value) != 1:
+            cx.fail("char must have one character")
+            return None
+        return ir.Constant(I32, ord(value))
+    raise AssertionError(key)
+
+
+_PRINTERS = {"int": "brt_print_int", "float": "brt_print_float", "char": "brt_print_char"}
+
+
+def _lower_print(cx, instr):
+    names = instr.get("args") or []
+    values = []
+    for i in range(len(names)):
+        v = cx.read(instr, i)
+        if v is None:
+            return None
+        values.append(v)
+    bld, rt = cx.b, cx.rt
+    if not values:
+        bld.call(rt.fn("brt_print_newline"), [])
+    for i, (name, v) in enumerate(zip(names, values)):
+        end = ir.Constant(I32, ord("\n") if i == len(values) - 1 else ord(" "))
+        k = kind(cx.var_type(name))
+        if k == "bool":
+            bld.call(rt.fn("brt_print_bool"), [bld.zext(v, I32), end])
+        elif k == "ptr":
+            bld.call(rt.fn("brt_print_ptr"), [end])
+        else:
+            bld.call(rt.fn(_PRINTERS[k]), [v, end])
+    return None
+
+
+def _lower_alloc(cx, instr, n):
+    key = type_key(instr.get("type"))
+    if kind(key) != "ptr":
+        cx.fail("cannot allocate non-pointer type " + js_type_text(instr.get("type")))
+        return None
+    rid = cx.b.call(cx.rt.fn("brt_alloc"), [n, const_int(cell_size(key[1]))])
+    return cx.make_pointer(rid, const_int(0))
+
+
+def _lower_free(cx, instr, p):
+    bld = cx.b
+    bld.call(cx.rt.fn("brt_free"), [bld.extract_value(p, 0), bld.extract_value(p, 1)])
+    return None
+
+
+def _lower_load(cx, instr, p):
+    elem = cx.var_type(instr["args"][0])[1]
+    cell, _ = cx.heap_cell(p, elem, check_init=instr["args"][0])
+    v = cx.b.load(cell, typ=cell_type(elem))
+    v.set_metadata("tbaa", cx.rt.tbaa("cell"))
+    return cx.from_cell(v, elem)
+
+
+def _lower_store(cx, instr, p, v):
+    elem = cx.var_type(instr["args"][0])[1]
+    cell, flag = cx.heap_cell(p, elem)
+    cx.b.store(cx.to_cell(v, elem), cell).set_metadata("tbaa", cx.rt.tbaa("cell"))
+    cx.b.store(ir.Constant(I8, 1), flag).set_metadata("tbaa", cx.rt.tbaa("flag"))
+    return None
+
+
+def _lower_ptradd(cx, instr, p, k):
+    bld = cx.b
+    return bld.insert_value(p, bld.add(bld.extract_value(p, 1), k), 1)
+
+
+LOWER = {
+    # core
+    "add": _binop("add"),
+    "mul": _binop("mul"),
+    "sub": _binop("sub"),
+    "div": _lower_div,
+    "eq": _icmp("=="),
+    "lt": _icmp("<"),
+    "gt": _icmp(">"),
+    "le": _icmp("<="),
+    "ge": _icmp(">="),
+    "not": lambda cx, instr, a: cx.b.not_(a),
+    "and": _binop("and_"),
+    "or": _binop("or_"),
+    "id": lambda cx, instr, a: a,
+    "const": _lower_const,
+    "nop": lambda cx, instr: None,
+    "print": _lower_print,
+    "jmp": lambda cx, instr: cx.jump(),
+    "br": lambda cx, instr, c: cx.branch(c),
+    "ret": lambda cx, instr: cx.ret(instr),
+    "call": lambda cx, instr: cx.call(instr),
+    # float: IEEE arithmetic is what JavaScript does (x/0 is +-Infinity or NaN)
+    "fadd": _binop("fadd"),
+    "fmul": _binop("fmul"),
+    "fsub": _binop("fsub"),
+    "fdiv": _binop("fdiv"),
+    "feq": _fcmp("=="),
+    "flt": _fcmp("<"),
+    "fgt": _fcmp(">"),
+    "fle": _fcmp("<="),
+    "fge": _fcmp(">="),
+    # memory
+    "alloc": _lower_alloc,
+    "free": _lower_free,
+    "store": _lower_store,
+    "load": _lower_load,
+    "ptradd": _lower_ptradd,
+    # char: code points compare as integers
+    "ceq": _icmp("=="),
+    "clt": _icmp("<"),
+    "cle": _icmp("<="),
+    "cgt": _icmp(">"),
+    "cge": _icmp(">="),
+    "char2int": lambda cx, instr, c: cx.b.zext(c, I64),
+    "int2char": _lower_int2char,
+    # bitcast
+    "bits2float": lambda cx, instr, a: cx.b.bitcast(a, F64),
+    "float2bits": lambda cx, instr, a: cx.b.bitcast(a, I64),
+    # speculation
+    "speculate": lambda cx, instr: cx.speculate(),
+    "commit": lambda cx, instr: cx.commit(),
+    "guard": lambda cx, instr, c: cx.guard(c),
+}
+
+UNSUPPORTED = {
+    "phi": "the SSA extension (phi)",
+    "set": "the ssa2 extension (set/get/undef)",
+    "get": "the ssa2 extension (set/get/undef)",
+    "undef": "the ssa2 extension (set/get/undef)",
+}
+
+
+def produced_type(instr, arg_types):
+    """The type of the value instr produces, from its operands' types (None: no value)."""
+    op = instr["op"]
+    info = OPS[op]
+    if op == "const":
+        v = instr.get("value")
+        if isinstance(v, bool):
+            return "bool"
+        if isinstance(v, (int, float)):
+            return "float" if instr.get("type") == "float" else "int"
+        if isinstance(v, str):
+            return "char"
+        return type_key(instr.get("type"))      # no value: unsets the variable
+    if op == "id":
+        return arg_types[0]
+    if op == "load":
+        return arg_types[0][1]
+    if op == "ptradd":
+        return arg_types[0]
+    if op == "alloc":
+        return type_key(instr.get("type"))
+    return info.result if info.result in SCALARS else None
+
+
+class Lowering:
+    """What lowering one instruction needs: a builder positioned in a block, the
+    run-time declarations, variable access, errors, and control hooks (the
+    subclass gives them meaning: a whole function, or a JIT trace region)."""
+
+    b: ir.IRBuilder
+    rt: Runtime
+    func_name: str
+
+    # --- hooks ----------------------------------------------------------------------------
+
+    def var_type(self, name):
+        """The static type key of a variable (None if it is never assigned)."""
+        raise NotImplementedError
+
+    def read_var(self, name, instr, i):
+        """The value of variable `name`, argument i of instr (emits an undefined check
+        where needed); None if reading it always fails (the error is emitted)."""
+        raise NotImplementedError
+
+    def write(self, name, value):
+        raise NotImplementedError
+
+    def unset(self, name):
+        raise NotImplementedError
+
+    def jump(self):
+        raise NotImplementedError
+
+    def branch(self, cond):
+        raise NotImplementedError
+
+    def guard(self, cond):
+        raise NotImplementedError
+
+    def ret(self, instr):
+        raise NotImplementedError
+
+    def call(self, instr):
+        raise NotImplementedError
+
+    def speculate(self):
+        raise NotImplementedError
+
+    def commit(self):
+        raise NotImplementedError
+
+    # --- helpers --------------------------------------------------------------------------
+
+    def read(self, instr, i):
+        return self.read_var(instr["args"][i], instr, i)
+
+    def dest_type(self, instr):
+        return self.var_type(instr.get("dest"))
+
+    def new_block(self, name):
+        return self.b.function.append_basic_block(name)
+
+    def raise_error(self, message):
+        """End the current block with the run-time error `message`."""
+        self.b.call(self.rt.fn("brt_fail"), [self.rt.cstring(message)])
+        self.b.unreachable()
+
+    def fail(self, message):
+        """Raise the run-time error `message` here; later code lands in a dead block."""
+        self.raise_error(message)
+        self.b.position_at_end(self.new_block("dead"))
+
+    def check(self, ok, on_failure):
+        """Continue if the i1 `ok` holds, else run on_failure() (which must not return)."""
+        bld = self.b
+        bad = self.new_block("fail")
+        good = self.new_block("ok")
+        br = bld.cbranch(ok, good, bad)
+        br.set_weights([1 << 20, 1])
+        bld.position_at_end(bad)
+        on_failure()
+        if not bld.block.is_terminated:
+            bld.unreachable()
+        bld.position_at_end(good)
+
+    def make_pointer(self, rid, offset):
+        p = self.b.insert_value(ir.Constant(POINTER, ir.Undefined), rid, 0)
+        return self.b.insert_value(p, offset, 1)
+
+    def heap_cell(self, p, elem, check_init=None):
+        """(address of the cell p points to, address of its initialised flag), after
+        the bounds test; with check_init (the pointer's variable name) the cell must
+        have been stored to."""
+        bld, rt = self.b, self.rt
+        rid = bld.extract_value(p, 0)
+        off = bld.extract_value(p, 1)
+        table = bld.load(rt.glob("brt_regions"), typ=PTR)
+        table.set_metadata("tbaa", rt.tbaa("table"))
+        entry = bld.gep(table, [rid], source_etype=REGION)
+        length = bld.load(bld.gep(entry, [ir.Constant(I32, 0), ir.Constant(I32, 1)],
+                                  source_etype=REGION), typ=I64)
+        length.set_metadata("tbaa", rt.tbaa("table"))
+        # Unsigned: a negative offset is out of range too.  A freed region has length 0.
+        self.check(bld.icmp_unsigned("<", off, length),
+                   lambda: bld.call(rt.fn("brt_fail_access"), [rid, off]))
+        data = bld.load(entry, typ=PTR)
+        data.set_metadata("tbaa", rt.tbaa("table"))
+        flag = bld.gep(data, [bld.add(bld.mul(length, const_int(cell_size(elem))), off)],
+                       source_etype=I8)
+        if check_init is not None:
+            stored = bld.load(flag, typ=I8)
+            stored.set_metadata("tbaa", rt.tbaa("flag"))
+            self.check(bld.icmp_unsigned("!=", stored, ir.Constant(I8, 0)),
+                       lambda: bld.call(rt.fn("brt_fail_uninit"), [rt.cstring(check_init)]))
+        return bld.gep(data, [off], source_etype=cell_type(elem)), flag
+
+    def to_cell(self, v, key):
+        if key == "bool" or key == "char":
+            return self.b.zext(v, I64)
+        return v
+
+    def from_cell(self, v, key):
+        if key == "bool" or key == "char":
+            return self.b.trunc(v, llvm_type(key))
+        return v
+
+    # --- the driver -----------------------------------------------------------------------
+
+    def lower_instr(self, instr):
+        op = instr.get("op")
+        info = OPS.get(op)
+        if info is None:
+            self.fail(f"unknown opcode {op}")
+            return
+        if op in UNSUPPORTED:
+            raise Unsupported(UNSUPPORTED[op], self.func_name)
+        if op == "const" or info.args is None:
+            values, arg_types = (), ()
+        else:
+            args = instr.get("args") or []
+            if len(args) != len(info.args):
+                self.fail(f"{op} takes {len(info.args)} argument(s); got {len(args)}")
+                return
+            values, arg_types = [], []
+            for i, (name, want) in enumerate(zip(args, info.args)):
+                v = self.read(instr, i)
+                if v is None:
+                    return
+                have = self.var_type(name)
+                message = self._operand_error(instr, i, want, have, arg_types)
+                if message is not None:
+                    self.fail(message)
+                    return
+                values.append(v)
+                arg_types.append(have)
+        dest = instr.get("dest")
+        keep = info.is_value and op != "call" and isinstance(dest, str)
+        if keep:
+            made = produced_type(instr, arg_types)
+            declared = self.var_type(dest)
+            if made != declared:
+                raise Unsupported(
+                    f"ill-typed `{op}`: it gives {dest} (type "
+                    f"{type_text(declared) if declared else '?'}) a value of type "
+                    f"{type_text(made) if made else '?'}",
+                    self.func_name)
+        result = LOWER[op](self, instr, *values)
+        if keep and result is not None:
+            self.write(dest, result)
+
+    def _operand_error(self, instr, i, want, have, earlier):
+        """The run-time message of an operand of the wrong type, or None if it fits."""
+        op = instr["op"]
+        if want == "T":
+            if op != "store":
+                return None          # `id`: any type
+            elem = earlier[0][1]
+            if kind(have) != kind(elem):
+                return f"store argument 1 must be a {js_type_text(_json_type(elem))}"
+            if have != elem:
+                raise Unsupported(f"storing a value of type {type_text(have)} through a "
+                                  f"{type_text(earlier[0])}", self.func_name)
+            return None
+        if kind(have) == want:
+            return None
+        return f"{op} argument {i} must be a {'Pointer' if want == 'ptr' else want}"
+
+
+def _bril_type_text(typ):
+    """A Bril type (JSON form) as Bril text, also for types we do not support."""
+    if isinstance(typ, dict) and set(typ) == {"ptr"}:
+        return f"ptr<{_bril_type_text(typ['ptr'])}>"
+    return typ if isinstance(typ, str) else repr(typ)
+
+
+def _json_type(key):
+    return key if isinstance(key, str) else {"ptr": _json_type(key[1])}
+
+
+# --- whole functions -------------------------------------------------------------------------
+
+class FunctionInfo:
+    """What lowering a function needs to know before its body: variable types,
+    blocks, definedness, its LLVM signature."""
+
+    def __init__(self, index, func, module, count):
+        self.index = index
+        self.func = func
+        self.name = func.get("name", "")
+        self.blocks = codegen.build_blocks(func)
+        self.types = tc.infer(func, self.blocks)
+        self.var_types = self._variable_types()
+        self.params = [p.get("name") for p in func.get("args") or []]
+        self.ret_type = None
+        if func.get("type") is not None:
+            self.ret_type = self._type(func["type"], "return type")
+        self.maybe_unbound = {
+            name for b in self.blocks for instr in b.instrs
+            for name, unbound in zip(instr.get("args") or [],
+                                     self.types.arg_unbound.get(id(instr), ()))
+            if unbound}
+        self.has_spec = self.types.has_spec
+        self.count = count
+        ret = llvm_type(self.ret_type) if self.ret_type is not None else VOID
+        params = [llvm_type(self.var_types[p]) for p in self.params]
+        self.llvm = ir.Function(module, ir.FunctionType(ret, params),
+                                f"bril.{index}.{self.name}")
+        self.llvm.linkage = "internal"
+
+    def _type(self, typ, what):
+        key = type_key(typ)
+        if key is None:
+            raise Unsupported(f"the type {_bril_type_text(typ)} ({what})", self.name)
+        return key
+
+    def _variable_types(self):
+        types = {}
+        seen_params = set()
+        for p in self.func.get("args") or []:
+            name = p.get("name")
+            if name in seen_params:
+                raise Unsupported(f"two parameters named {name}", self.name)
+            seen_params.add(name)
+            types[name] = self._type(p.get("type"), f"parameter {name}")
+        for b in self.blocks:
+            for instr in b.instrs:
+                dest = instr.get("dest")
+                op = instr.get("op")
+                if not isinstance(dest, str) or op not in OPS:
+                    continue
+                if not OPS[op].is_value and op != "call":
+                    continue
+                if "type" not in instr:
+                    if op == "call":
+                        continue        # reported when the call runs
+                    raise Unsupported(f"{dest} without a type", self.name)
+                key = self._type(instr["type"], f"variable {dest}")
+                old = types.setdefault(dest, key)
+                if old != key:
+                    raise Unsupported(f"variable {dest} with two types, "
+                                      f"{type_text(old)} and {type_text(key)}", self.name)
+        return types
+
+
+class FunctionLowering(Lowering):
+    """One Bril function as one LLVM function."""
+
+    def __init__(self, info, program):
+        self.info = info
+        self.program = program
+        self.rt = program.rt
+        self.func_name = info.name
+        fn = info.llvm
+        entry = fn.append_basic_block("entry")
+        self.b = ir.IRBuilder(entry)
+        self.slots = {}
+        self.flags = {}
+        for name, key in sorted(info.var_types.items()):
+            self.slots[name] = self.b.alloca(llvm_type(key), name=name)
+            if name in info.maybe_unbound:
+                self.flags[name] = self.b.alloca(I1, name=name + ".defined")
+        self.counter = self.b.alloca(I64, name=".count") if info.count else None
+        self.spec_top = self.b.alloca(PTR, name=".spec") if info.has_spec else None
+        self.snapshot_type = None
+        if info.has_spec:
+            fields = [PTR, PTR] + [s.allocated_type for s in self.slots.values()] \
+                + [I1] * len(self.flags)
+            self.snapshot_type = ir.LiteralStructType(fields)
+        self.block = None
+
+    # --- the body ------------------------------------------------------------------------
+
+    def lower(self):
+        info, bld = self.info, self.b
+        for name in self.flags:
+            bld.store(ir.Constant(I1, 0), self.flags[name])
+        for name, arg in zip(info.params, info.llvm.args):
+            self.write(name, arg)
+        if self.counter is not None:
+            bld.store(const_int(0), self.counter)
+        if self.spec_top is not None:
+            bld.store(ir.Constant(PTR, None), self.spec_top)
+        depth = self.rt.glob("brt_depth")
+        self.depth = bld.load(depth, typ=I64)
+        deeper = bld.add(self.depth, const_int(1))
+        self.check(bld.icmp_signed("<=", deeper, const_int(MAX_CALL_DEPTH)),
+                   lambda: bld.call(self.rt.fn("brt_fail_depth"), []))
+        bld.store(deeper, depth)
+        self.llvm_blocks = [info.llvm.append_basic_block(f"b{b.index}" + (
+            f".{b.label}" if b.label else "")) for b in info.blocks]
+        bld.branch(self.llvm_blocks[0])
+        for b in info.blocks:
+            self.block = b
+            bld.position_at_end(self.llvm_blocks[b.index])
+            if self.counter is not None and b.size:
+                bld.store(bld.add(bld.load(self.counter, typ=I64), const_int(b.size)),
+                          self.counter)
+            for instr in b.instrs:
+                self.lower_instr(instr)
+            if b.term is None and not bld.block.is_terminated:
+                if b.falls_off:
+                    self.implicit_return()
+                else:
+                    bld.branch(self.llvm_blocks[b.succs[0]])
+            elif not bld.block.is_terminated:
+                bld.unreachable()       # after an error in the terminator itself
+
+    # --- variables -----------------------------------------------------------------------
+
+    def var_type(self, name):
+        return self.info.var_types.get(name)
+
+    def read_var(self, name, instr, i):
+        slot = self.slots.get(name)
+        if slot is None:
+            self.fail(f"undefined variable {name}")
+            return None
+        flag = self.flags.get(name)
+        if flag is not None:
+            unbound = self.info.types.arg_unbound.get(id(instr), ())
+            if i < len(unbound) and unbound[i]:
+                self.check(self.b.load(flag, typ=I1),
+                           lambda: self.raise_error(f"undefined variable {name}"))
+        return self.b.load(slot, typ=slot.allocated_type)
+
+    def write(self, name, value):
+        self.b.store(value, self.slots[name])
+        if name in self.flags:
+            self.b.store(ir.Constant(I1, 1), self.flags[name])
+
+    def unset(self, name):
+        if name in self.flags:
+            self.b.store(ir.Constant(I1, 0), self.flags[name])
+
+    # --- control -------------------------------------------------------------------------
+
+    def target(self, t):
+        """The LLVM block for a jump to block index t, or to a block raising t's error."""
+        if isinstance(t, int):
+            return self.llvm_blocks[t]
+        here = self.b.block
+        bad = self.new_block("badlabel")
+        self.b.position_at_end(bad)
+        self.raise_error(t)
+        self.b.position_at_end(here)
+        return bad
+
+    def jump(self):
+        self.b.branch(self.target(self.block.targets[0]))
+
+    def branch(self, cond):
+        t, f = self.block.targets
+        self.b.cbranch(cond, self.target(t), self.target(f))
+
+    def after_guard(self):
+        """Where a passing guard continues."""
+        b = self.block
+        if b.falls_off:
+            here = self.b.block
+            tail = self.new_block("falloff")
+            self.b.position_at_end(tail)
+            self.implicit_return()
+            self.b.position_at_end(here)
+            return tail
+        return self.llvm_blocks[b.succs[0]]
+
+    def guard(self, cond):
+        bld = self.b
+        t = self.block.targets[0]
+        abort = self.new_block("abort")
+        bld.cbranch(cond, self.after_guard(), abort)
+        bld.position_at_end(abort)
+        if isinstance(t, str) and not t.startswith("label "):
+            self.fail(t)                        # missing labels: before the state test
+            return
+        top = bld.load(self.spec_top, typ=PTR)
+        self.check(bld.icmp_unsigned("!=", top, ir.Constant(PTR, None)),
+                   lambda: self.raise_error("abort in non-speculative state"))
+        self.restore(top)
+        self.pop_snapshot(top)
+        bld.branch(self.target(t))
+
+    def flush_count(self):
+        if self.counter is not None:
+            bld = self.b
+            total = self.rt.glob("brt_dyn_count")
+            n = bld.load(self.counter, typ=I64)
+            bld.store(bld.add(bld.load(total, typ=I64), n), total)
+            bld.store(const_int(0), self.counter)
+
+    def not_speculating(self, message):
+        if self.spec_top is not None:
+            top = self.b.load(self.spec_top, typ=PTR)
+            self.check(self.b.icmp_unsigned("==", top, ir.Constant(PTR, None)),
+                       lambda: self.raise_error(message))
+
+    def emit_return(self, value):
+        self.flush_count()
+        self.b.store(self.depth, self.rt.glob("brt_depth"))
+        if self.info.ret_type is None:
+            self.b.ret_void()
+        elif value is None:
+            self.b.ret(ir.Constant(llvm_type(self.info.ret_type), ir.Undefined))
+        else:
+            self.b.ret(value)
+
+    def returns_nothing(self):
+        """A return without a value: an error in a typed function (the interpreter
+        raises it in every caller), except in @main, which the run time calls."""
+        info = self.info
+        if info.ret_type is not None and not self.program.is_main(info):
+            self.fail(f"non-void function (type: {type_text(info.ret_type)}) "
+                      f"doesn't return anything")
+        self.emit_return(None)
+
+    def implicit_return(self):
+        self.not_speculating("implicit return in speculative state")
+        self.returns_nothing()
+
+    def ret(self, instr):
+        self.not_speculating("ret not allowed during speculation")
+        args = instr.get("args") or []
+        if len(args) > 1:
+            self.fail(f"ret takes 0 or 1 argument(s); got {len(args)}")
+            return None
+        if not args:
+            self.returns_nothing()
+            return None
+        value = self.read(instr, 0)
+        if value is None:
+            return None
+        info = self.info
+        have = self.var_type(args[0])
+        if info.ret_type is None:
+            if not self.program.is_main(info):
+                raise Unsupported(f"`ret {args[0]}` in a function without a return type",
+                                  info.name)
+            value = None                        # @main's value is dropped
+        elif have != info.ret_type:
+            raise Unsupported(f"`ret {args[0]}` (type {type_text(have)}) in a function "
+                              f"declared {type_text(info.ret_type)}", info.name)
+        self.emit_return(value)
+        return None
+
+    def call(self, instr):
+        bld = self.b
+        self.not_speculating("call not allowed during speculation")
+        funcs = instr.get("funcs")
+        if not funcs:
+            self.fail("missing functions; expected at least 1" if funcs is None
+                      else f"expecting 1 functions; found {len(funcs)}")
+            return None
+        callee = self.program.resolve(self.info.index, funcs[0])
+        if isinstance(callee, str):
+            self.fail(callee)
+            return None
+        args = instr.get("args") or []
+        if len(args) != len(callee.params):
+            self.fail(f"function expected {len(callee.params)} arguments, got {len(args)}")
+            return None
+        values = []
+        for i, (name, param) in enumerate(zip(args, callee.params)):
+            v = self.read(instr, i)
+            if v is None:
+                return None
+            have, want = self.var_type(name), callee.var_types[param]
+            if kind(have) != kind(want):
+                self.fail("function argument type mismatch")
+                return None
+            if have != want:
+                raise Unsupported(f"passing a value of type {type_text(have)} as a "
+                                  f"{type_text(want)} to @{callee.name}", self.info.name)
+            values.append(v)
+        self.flush_count()
+        result = bld.call(callee.llvm, values)
+        dest = instr.get("dest")
+        ftype = callee.ret_type
+        if dest is None:
+            if ftype is not None:
+                # A typed callee returned a value (it fails inside if it returns none).
+                self.fail("unexpected value returned without destination")
+            return None
+        if "type" not in instr:
+            self.fail("function call must include a type if it has a destination")
+            return None
+        itype = self.var_type(dest)
+        if ftype is None:
+            self.fail(f"non-void function (type: {js_type_text(None)}) doesn't return anything")
+            return None
+        if kind(itype) != kind(ftype):
+            self.fail("type of value returned by function does not match destination type")
+            return None
+        if not type_cmp(_json_type(itype), _json_type(ftype)):
+            self.fail("type of value returned by function does not match declaration")
+            return None
+        self.write(dest, result)
+        return None
+
+    # --- speculation: a stack of snapshots in dynamic allocas -----------------------------
+    #
+    # A snapshot holds {previous snapshot, stack pointer before it, every variable,
+    # every definedness flag}.  Snapshots are made and dropped last-in first-out, so
+    # each lives in stack memory released with llvm.stackrestore when it is dropped.
+
+    def speculate(self):
+        bld = self.b
+        sp = bld.call(self.rt.fn("llvm.stacksave.p0"), [])
+        frame = bld.alloca(self.snapshot_type)
+        prev = bld.load(self.spec_top, typ=PTR)
+        bld.store(frame, self.spec_top)
+        # Reloaded as an opaque pointer: llvmlite types GEPs on an alloca by its
+        # pointee, which would mistype the field addresses.
+        snap = bld.load(self.spec_top, typ=PTR)
+        fields = [prev, sp]
+        fields += [bld.load(s, typ=s.allocated_type) for s in self.slots.values()]
+        fields += [bld.load(f, typ=I1) for f in self.flags.values()]
+        for i, v in enumerate(fields):
+            bld.store(v, self.snapshot_field(snap, i))
+        return None
+
+    def snapshot_field(self, snap, i):
+        return self.b.gep(snap, [ir.Constant(I32, 0), ir.Constant(I32, i)],
+                          source_etype=self.snapshot_type)
+
+    def restore(self, snap):
+        bld = self.b
+        cells = list(self.slots.values()) + list(self.flags.values())
+        for i, cell in enumerate(cells, start=2):
+            bld.store(bld.load(self.snapshot_field(snap, i), typ=cell.allocated_type), cell)
+
+    def pop_snapshot(self, snap):
+        bld = self.b
+        prev = bld.load(self.snapshot_field(snap, 0), typ=PTR)
+        sp = bld.load(self.snapshot_field(snap, 1), typ=PTR)
+        bld.store(prev, self.spec_top)
+        bld.call(self.rt.fn("llvm.stackrestore.p0"), [sp])
+
+    def commit(self):
+        bld = self.b
+        top = bld.load(self.spec_top, typ=PTR)
+        self.check(bld.icmp_unsigned("!=", top, ir.Constant(PTR, None)),
+                   lambda: self.raise_error("commit in non-speculative state"))
+        self.pop_snapshot(top)
+        return None
+
+
+# --- whole programs ---------------------------------------------------------------------------
+
+class ProgramLowering:
+    """Every function reachable from @main, plus the entry `bril_start(argc, argv)`
+    that brilrt's main() calls: it checks and parses @main's arguments and runs it."""
+
+    def __init__(self, linked, *, count=True, name="bril"):
+        self.linked = linked
+        self.module = ir.Module(name=name)
+        self.rt = Runtime(self.module)
+        self.count = count
+        self.infos = {}
+        self.main_index = linked.main_index()
+
+    def info(self, index):
+        info = self.infos.get(index)
+        if info is None:
+            info = self.infos[index] = FunctionInfo(index, self.linked.functions[index],
+                                                    self.module, self.count)
+        return info
+
+    def resolve(self, caller_index, name):
+        r = self.linked.resolve_call(caller_index, name)
+        return r if isinstance(r, str) else self.info(r)
+
+    def is_main(self, info):
+        return info.index == self.main_index
+
+    def lower(self):
+        main = self.info(self.main_index)
+        done = set()
+        while len(done) < len(self.infos):      # lowering a call declares its callee
+            for index in sorted(set(self.infos) - done):
+                done.add(index)
+                FunctionLowering(self.infos[index], self).lower()
+        self.lower_start(main)
+        return self.module
+
+    def lower_start(self, main):
+        rt = self.rt
+        fn = ir.Function(self.module, ir.FunctionType(VOID, [I64, PTR]), "bril_start")
+        argc, argv = fn.args
+        bld = ir.IRBuilder(fn.append_basic_block("entry"))
+        bld.call(rt.fn("brt_check_arity"), [const_int(len(main.params)), argc])
+        values = []
+        for i, name in enumerate(main.params):
+            key = main.var_types[name]
+            text = bld.load(bld.gep(argv, [const_int(i)], source_etype=PTR), typ=PTR)
+            if kind(key) == "ptr":
+                raise Unsupported(f"a {type_text(key)} parameter of @main", main.name)
+            v = bld.call(rt.fn(f"brt_arg_{key}"), [text])
+            values.append(bld.trunc(v, I1) if key == "bool" else v)
+        bld.call(main.llvm, values)
+        bld.ret_void()
+        counts = ir.GlobalVariable(self.module, I8, "bril_counts")
+        counts.global_constant = True
+        counts.initializer = ir.Constant(I8, int(self.count))
+
+
+def lower_linked(linked, *, count=True):
+    """An ir.Module for a linked program (`bril.linker.LinkedProgram`)."""
+    return ProgramLowering(linked, count=count).lower()
+
+
+def lower_program(prog, *, base_dir=None, lib_dirs=(), filename=None, count=True):
+    """An ir.Module for a Bril program (JSON dict); imports are linked as `brili` does.
+
+    count: keep the dynamic instruction count (`total_dyn_inst` with `-p`)."""
+    linked = link(prog, base_dir=base_dir, lib_dirs=lib_dirs, filename=filename)
+    return lower_linked(linked, count=count)

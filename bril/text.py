@@ -1,0 +1,23 @@
+"""Bril's text format, both ways.
+
+    parse_program(text, positions=False, filename=None) -> dict
+    format_program(prog) -> str
+
+Parsing lives in `bril.parse` (a lark LALR grammar, `bril.lark`), printing in
+`bril.printer`.  `bril.parse` imports lark, so it is loaded only when parsing
+is asked for: printing (`bril2txt`) and the interpreters never import lark.
+"""
+
+from .printer import format_instr, format_literal, format_program, format_type  # noqa: F401
+
+
+def parse_program(text, positions=False, filename=None):
+    """Bril text (str, or UTF-8 bytes) to a JSON program dict.
+
+    positions: add `"pos": {"row", "col"}` to functions, instructions, labels
+    and imports, as `bril2json -p` does (with `"src": filename` if given).
+    Raises BrilError(message, pos=(row, col)) for a syntax error.
+    """
+    from .parse import parse_program as parse
+
+    return parse(text, positions=positions, filename=filename)

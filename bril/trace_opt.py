@@ -1,0 +1,427 @@
+"""Optimizing a straight-line trace and placing its speculative regions.
+
+Works on the `Item` list from `trace_build`:
+
+1. `number_values`: value numbering over the whole line (copy propagation,
+   constant folding through `bril.ops.evaluate`, common subexpressions), using
+   what guards make known (after `guard c`, c is true).  A guard on the
+   branch's false direction becomes a guard on the inverse comparison (or on
+   the operand of a `not`) instead of adding a `not`.
+2. `hoist_guards`: each guard moves up to just after the definition of its
+   condition.  Aborting earlier is always sound: the rollback restores the
+   region's starting state and the original code redoes the work.
+3. `place_regions`: a rollback cannot undo a heap write or a `print`, so every
+   effect must follow the last guard of its region.  An effect in the traced
+   function itself with guards after it closes the region (`commit`) and opens
+   a new one after it, resuming on abort at a label inserted after the effect.
+   An effect inside an inlined callee cannot resume mid-callee: the trace is cut
+   before the call and jumps back into the original code there.
+4. `eliminate_dead`: drops pure instructions whose results nobody reads, where
+   "reads" includes the original code at every exit (the region starts, whose
+   variables must be right for a resume, and the end of the trace).
+"""
+
+import math
+
+from .errors import BrilError
+from .ops import OPS, FOLDABLE, evaluate
+from .trace_build import EFFECT_OPS, Item, NotTraceable
+
+# Comparisons whose negation is another comparison (not for floats: NaN).
+INVERSE = {"lt": "ge", "ge": "lt", "le": "gt", "gt": "le",
+           "clt": "cge", "cge": "clt", "cle": "cgt", "cgt": "cle"}
+
+
+_PY_TYPE = {"int": int, "bool": bool, "float": float, "char": str}
+
+
+def _matches(value, typ):
+    """Does a folded-in constant have the type the op expects?  (`any` values may not.)"""
+    want = _PY_TYPE.get(typ)
+    return want is None or type(value) is want
+
+
+def _representable(value):
+    return not (isinstance(value, float) and (math.isnan(value) or math.isinf(value)))
+
+
+class _Numbering:
+    def __init__(self):
+        self.vn_of = {}         # variable -> value number
+        self.const = {}         # value number -> Python value
+        self.expr = {}          # expression key -> value number
+        self.holders = {}       # value number -> variables that hold it now
+        self.defn = {}          # value number -> defining instruction (pure ones)
+        self.next = 0
+
+    def fresh(self):
+        self.next += 1
+        return self.next
+
+    def vn(self, var):
+        v = self.vn_of.get(var)
+        if v is None:
+            v = self.vn_of[var] = self.fresh()
+            self.holders[v] = [var]
+        return v
+
+    def canon(self, var):
+        hs = self.holders.get(self.vn(var))
+        return hs[0] if hs else var
+
+    def assign(self, var, v):
+        old = self.vn_of.get(var)
+        if old is not None and var in self.holders.get(old, ()):
+            self.holders[old].remove(var)
+        self.vn_of[var] = v
+        self.holders.setdefault(v, []).append(var)
+
+
+def number_values(items, fresh_name, known=None):
+    """Value numbering over the line; returns a new item list.  `known` maps
+    variables defined before the trace to constants they surely hold."""
+    n = _Numbering()
+    for var, value in (known or {}).items():
+        v = n.vn(var)
+        n.const[v] = value
+    out = []
+    for it in items:
+        ins = dict(it.instr)
+        op = ins["op"]
+        if it.barrier:
+            ins["args"] = [n.canon(a) for a in ins.get("args") or []]
+            out.append(Item(ins, it.site, it.frame, True))
+            if "dest" in ins:
+                n.assign(ins["dest"], n.fresh())
+            continue
+        if op == "guard":
+            negate = ins.pop("negate", False)
+            v = n.vn(ins["args"][0])
+            if negate:
+                if v in n.const:
+                    if n.const[v]:
+                        raise NotTraceable("a guard that always fails")
+                    continue
+                d = n.defn.get(v)
+                if d is not None and d["op"] == "not" and n.holders.get(n.vn(d["args"][0])):
+                    ins["args"] = [n.canon(d["args"][0])]
+                elif d is not None and d["op"] in INVERSE and all(
+                        n.holders.get(n.vn(a)) for a in d["args"]):
+                    g = fresh_name()
+                    inv = {"op": INVERSE[d["op"]], "dest": g, "type": "bool",
+                           "args": [n.canon(a) for a in d["args"]]}
+                    out.append(Item(inv, it.site, it.frame))
+                    n.assign(g, n.fresh())
+                    ins["args"] = [g]
+                else:
+                    g = fresh_name()
+                    out.append(Item({"op": "not", "dest": g, "type": "bool",
+                                     "args": [n.canon(ins["args"][0])]}, it.site, it.frame))
+                    n.assign(g, n.fresh())
+                    ins["args"] = [g]
+                n.const[v] = False
+            else:
+                ins["args"] = [n.canon(ins["args"][0])]
+            gv = n.vn(ins["args"][0])
+            if gv in n.const:
+                if not n.const[gv]:
+                    raise NotTraceable("a guard that always fails")
+                continue                    # known true: the guard is redundant
+            n.const[gv] = True
+            out.append(Item(ins, it.site, it.frame))
+            continue
+        if "args" in ins:
+            ins["args"] = [n.canon(a) for a in ins["args"]]
+        dest = ins.get("dest")
+        if dest is None:
+            out.append(Item(ins, it.site, it.frame))
+            continue
+        if op == "const":
+            key = ("const", str(ins.get("type")), type(ins["value"]).__name__, ins["value"])
+            v = n.expr.get(key)
+            if v is None:
+                v = n.expr[key] = n.fresh()
+                n.const[v] = ins["value"]
+        elif op == "id":
+            v = n.vn(ins["args"][0])
+        elif op in FOLDABLE and op != "id":
+            avs = [n.vn(a) for a in ins["args"]]
+            v = None
+            if all(a in n.const for a in avs) and all(
+                    _matches(n.const[a], t) for a, t in zip(avs, OPS[op].args)):
+                try:
+                    value = evaluate(op, *(n.const[a] for a in avs))
+                except BrilError:
+                    value = None        # would fail at run time: leave it to fail there
+                if value is not None and _representable(value) and isinstance(
+                        ins.get("type"), str) and ins["type"] != "any":
+                    ins = {"op": "const", "dest": dest, "type": ins["type"], "value": value}
+                    key = ("const", ins["type"], type(value).__name__, value)
+                    v = n.expr.get(key)
+                    if v is None:
+                        v = n.expr[key] = n.fresh()
+                        n.const[v] = value
+            if v is None:
+                if OPS[op].commutative:
+                    avs = sorted(avs)
+                key = (op, str(ins.get("type")), tuple(avs))
+                v = n.expr.get(key)
+                if v is not None and n.holders.get(v):
+                    ins = {"op": "id", "dest": dest, "type": ins.get("type"),
+                           "args": [n.holders[v][0]]}
+                else:
+                    v = n.expr[key] = n.fresh()
+                    n.defn[v] = ins
+        else:
+            v = n.fresh()           # loads, allocs, calls: a new value each time
+        n.assign(dest, v)
+        out.append(Item(ins, it.site, it.frame))
+    return out
+
+
+def _defines(item, names):
+    d = item.instr.get("dest")
+    return d is not None and d in names
+
+
+def hoist_guards(items):
+    """Move each guard up to just after the definition of its condition."""
+    items = list(items)
+    for i in range(len(items)):
+        if items[i].instr["op"] != "guard":
+            continue
+        args = set(items[i].instr["args"])
+        j = i
+        while j > 0 and not _defines(items[j - 1], args):
+            j -= 1
+        if j < i:
+            items.insert(j, items.pop(i))
+    return items
+
+
+def is_effect(item):
+    return item.barrier or item.instr["op"] in EFFECT_OPS
+
+
+def find_cut(items):
+    """Index to truncate at and the frame-0 site to resume at, if an effect inside
+    an inlined callee has a guard after it; else None."""
+    last_guard = max((i for i, it in enumerate(items) if it.instr["op"] == "guard"), default=-1)
+    for i, it in enumerate(items[:last_guard]):
+        if it.frame > 0 and is_effect(it):
+            j = i
+            while j > 0 and items[j - 1].site == it.site and items[j - 1].frame > 0:
+                j -= 1
+            return j, it.site
+    return None
+
+
+def place_regions(items):
+    """Split the line into segments: returns a list of ("spec", resume_site) /
+    ("commit", None) markers interleaved with items."""
+    last_guard = max((i for i, it in enumerate(items) if it.instr["op"] == "guard"), default=-1)
+    out = [("spec", None)]
+    open_ = True
+    for i, it in enumerate(items):
+        if is_effect(it) and open_:
+            out.append(("commit", None))
+            open_ = False
+            out.append(it)
+            if i < last_guard:
+                # guards follow: a new region, resuming after this effect on abort
+                assert it.frame == 0, "find_cut removes inlined effects before guards"
+                out.append(("spec", it.site + 1))
+                open_ = True
+            continue
+        if it.instr["op"] == "guard" and not open_:
+            raise AssertionError("guard outside a region")
+        out.append(it)
+    if open_:
+        out.append(("commit", None))
+    return out
+
+
+def eliminate_dead(seq, live_at, end_live):
+    """Drop pure instructions whose results are not read before being overwritten,
+    by the rest of the trace or by the original code at an exit."""
+    live = set(end_live)
+    keep = []
+    for entry in reversed(seq):
+        if isinstance(entry, tuple):
+            if entry[0] == "spec" and entry[1] is not None:
+                live |= live_at(entry[1])
+            keep.append(entry)
+            continue
+        ins = entry.instr
+        d = ins.get("dest")
+        op = ins["op"]
+        removable = (op in ("const", "id") or (op in FOLDABLE and not OPS[op].may_trap)
+                     or op == "ptradd")
+        if d is not None and removable and not entry.barrier and (
+                d not in live or (op == "id" and ins["args"] == [d])):
+            continue
+        if d is not None:
+            live.discard(d)
+        live.update(ins.get("args") or [])
+        keep.append(entry)
+    keep.reverse()
+    return keep
+
+
+# --- induction-variable guards ---------------------------------------------------------
+
+_BOUND = {"lt": ("upper", 1), "le": ("upper", 0), "gt": ("lower", 1), "ge": ("lower", 0)}
+_SWAP = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
+
+
+def single_constants(func):
+    """Variables the function assigns exactly once, by a `const`, and does not take
+    as arguments: wherever they are defined they hold that value."""
+    defs = {}
+    for ins in func.get("instrs", []):
+        d = ins.get("dest")
+        if d is not None:
+            defs.setdefault(d, []).append(ins)
+    params = {a["name"] for a in func.get("args") or []}
+    return {v: ds[0]["value"] for v, ds in defs.items()
+            if len(ds) == 1 and v not in params and ds[0]["op"] == "const"
+            and isinstance(ds[0].get("type"), str) and ds[0]["type"] in ("int", "bool", "char")
+            and _matches(ds[0]["value"], ds[0]["type"])}
+
+
+def strengthen_guards(items, fresh_name, known=None, int_min=-(1 << 63), int_max=(1 << 63) - 1):
+    """Replace groups of guards on one induction variable by the strongest one.
+
+    In an unrolled counted loop the guards `i < n`, `i+1 < n`, ... all follow
+    from the last; `i >= s`, `i+1 >= s`, ... from the first.  Values are
+    tracked as (base, offset): a variable's value at trace entry plus a
+    constant.  Each group of guards comparing one base against one unchanged
+    bound keeps only its strongest member, computed (if it comes later) at the
+    place of the group's first guard, so aborts happen no later than before and
+    no trapping instruction runs where the original would have left the loop.
+    The implication needs exact arithmetic, so the trace first checks, once,
+    that no offset of the base can wrap around 64 bits.
+    """
+    assigned = {it.instr.get("dest") for it in items}
+    form = {}                   # var -> (base var or None, offset)
+    defn = {}                   # var -> its current defining instruction
+    offsets = {}                # base -> [lo, hi] offsets computed
+    groups = {}                 # (base, bound, kind) -> list of (index, normalized offset, var, raw off)
+
+    known = known or {}
+
+    def form_of(v):
+        if v in form:
+            return form[v]              # assigned in the trace (None: not affine)
+        k = known.get(v)
+        return (None, k) if type(k) is int else (v, 0)
+
+    for idx, it in enumerate(items):
+        ins = it.instr
+        op = ins["op"]
+        if op == "guard":
+            c = ins["args"][0]
+            d = defn.get(c)
+            if d is None or d[0]["op"] not in _BOUND:
+                continue
+            (x, y), rel = d[0]["args"], d[0]["op"]
+            fx, fy = d[1]
+            if fx is None or fy is None or form_of(x) != fx or form_of(y) != fy:
+                continue        # an operand changed between the comparison and the guard
+            if fx[0] is None and fy[0] is not None:     # bound on the left: swap sides
+                x, y, fx, fy, rel = y, x, fy, fx, _SWAP[rel]
+            if fx[0] is None or (fy[0] is not None and (fy[0] in assigned or fy[1] != 0)):
+                continue
+            if fy[0] is not None and fx[0] == fy[0]:
+                continue
+            bound = ("const", fy[1]) if fy[0] is None else ("var", fy[0])
+            kind, strict = _BOUND[rel]
+            norm = fx[1] + strict if kind == "upper" else fx[1] - strict
+            groups.setdefault((fx[0], bound, kind), []).append((idx, norm, x, fx[1]))
+            continue
+        dest = ins.get("dest")
+        if dest is None:
+            continue
+        defn[dest] = (ins, [form_of(a) for a in ins.get("args") or []])
+        f = None
+        if ins.get("type") == "int":
+            if op == "const" and type(ins.get("value")) is int:
+                f = (None, ins["value"])
+            elif op == "id":
+                f = form_of(ins["args"][0])
+            elif op in ("add", "sub"):
+                fa, fb = form_of(ins["args"][0]), form_of(ins["args"][1])
+                if fa is not None and fb is not None:
+                    if fb[0] is None:
+                        f = (fa[0], fa[1] + fb[1] if op == "add" else fa[1] - fb[1])
+                    elif fa[0] is None and op == "add":
+                        f = (fb[0], fb[1] + fa[1])
+        if f is not None and f[0] is not None:
+            lohi = offsets.setdefault(f[0], [0, 0])
+            lohi[0] = min(lohi[0], f[1])
+            lohi[1] = max(lohi[1], f[1])
+        form[dest] = f
+
+    drop = set()
+    insert = {}                 # index -> items to insert before it
+    checked = set()
+    for (base, bound, kind), gs in groups.items():
+        if len(gs) < 2:
+            continue
+        pick = max if kind == "upper" else min
+        strongest = pick(gs, key=lambda g: g[1])
+        first = gs[0]
+        for g in gs:
+            drop.add(g[0])
+        site, frame = items[first[0]].site, items[first[0]].frame
+        new = []
+        if strongest is first:
+            new.append(items[first[0]])
+        else:
+            # At the first guard, `first[2]` holds base + first[3]: step it to
+            # the strongest guard's value and test that instead.
+            cond = items[strongest[0]].instr["args"][0]
+            cmp = dict(defn_of(items, strongest[0], cond))
+            delta = strongest[3] - first[3]
+            dv, tv, gv = fresh_name(), fresh_name(), fresh_name()
+            new.append(Item({"op": "const", "dest": dv, "type": "int", "value": delta}, site, frame))
+            new.append(Item({"op": "add", "dest": tv, "type": "int", "args": [first[2], dv]},
+                            site, frame))
+            args = [tv if a == strongest[2] else a for a in cmp["args"]]
+            if bound[0] == "const":
+                bv = fresh_name()
+                new.append(Item({"op": "const", "dest": bv, "type": "int", "value": bound[1]},
+                                site, frame))
+                args = [a if a == tv else bv for a in args]
+            new.append(Item({"op": cmp["op"], "dest": gv, "type": "bool", "args": args},
+                            site, frame))
+            new.append(Item({"op": "guard", "args": [gv]}, site, frame))
+        insert.setdefault(first[0], []).extend(new)
+        if base not in checked:
+            checked.add(base)
+            lo, hi = offsets.get(base, (0, 0))
+            pre = insert.setdefault(0, [])
+            for limit, op, needed in ((int_max - hi, "le", hi > 0), (int_min - lo, "ge", lo < 0)):
+                if needed:
+                    lv, cv = fresh_name(), fresh_name()
+                    pre.insert(0, Item({"op": "guard", "args": [cv]}, items[0].site, 0))
+                    pre.insert(0, Item({"op": op, "dest": cv, "type": "bool",
+                                        "args": [base, lv]}, items[0].site, 0))
+                    pre.insert(0, Item({"op": "const", "dest": lv, "type": "int",
+                                        "value": limit}, items[0].site, 0))
+    if not drop:
+        return items
+    out = []
+    for idx, it in enumerate(items):
+        out.extend(insert.get(idx, ()))
+        if idx not in drop:
+            out.append(it)
+    return out
+
+
+def defn_of(items, index, var):
+    """The instruction that defines `var` most recently before `items[index]`."""
+    for j in range(index - 1, -1, -1):
+        if items[j].instr.get("dest") == var:
+            return items[j].instr
+    raise KeyError(var)

@@ -1,0 +1,127 @@
+"""Finding hot loops and recording the paths their iterations take.
+
+The engine, run in recording mode, reports three events: a function is entered,
+a function returns, and a basic block (named as `bril.cfg.CFG` names it) is
+entered.  The recorder keeps a shadow call stack.  Loop headers (targets of
+back edges) count their visits; once a header reaches the hotness threshold,
+each iteration of its loop is recorded as the list of block events from the
+header back to it, callee blocks included (the replay needs them to inline).
+
+Per header it keeps a histogram of distinct iteration paths and the sequence
+of iteration outcomes (run-length encoded): the id of the path taken, `EXIT`
+when the loop was left, `LONG` when an iteration exceeded the length cap.  The
+selection step simulates candidate traces over that sequence to see what they
+would save and waste.
+"""
+
+from .cfg import natural_loops
+
+EXIT = -1
+LONG = -2
+
+
+class LoopStats:
+    def __init__(self, func, header, body):
+        self.func = func
+        self.header = header
+        self.body = body            # block names of the natural loop
+        self.visits = 0             # header visits (before and during recording)
+        self.paths = {}             # tuple of events -> path id
+        self.path_list = []         # path id -> tuple of events
+        self.counts = []            # path id -> iterations that took it
+        self.seq = []               # [[outcome, run length], ...]
+
+    def outcome(self, o, cap):
+        if self.seq and self.seq[-1][0] == o:
+            self.seq[-1][1] += 1
+        elif len(self.seq) < cap:
+            self.seq.append([o, 1])
+
+    def path_id(self, events):
+        pid = self.paths.get(events)
+        if pid is None:
+            pid = self.paths[events] = len(self.path_list)
+            self.path_list.append(events)
+            self.counts.append(0)
+        self.counts[pid] += 1
+        return pid
+
+
+class _Recording:
+    __slots__ = ("stats", "events", "long")
+
+    def __init__(self, stats, first):
+        self.stats = stats
+        self.events = [first]
+        self.long = False
+
+
+class Recorder:
+    def __init__(self, funcs, infos, hot=56, max_events=4000, max_seq=50_000):
+        self.funcs = funcs
+        self.infos = infos              # name -> trace_build.FunctionInfo (shared)
+        self.hot = hot
+        self.max_events = max_events
+        self.max_seq = max_seq
+        self.loops = {}                 # (func, header) -> LoopStats
+        self._headers = {}              # func -> {header: LoopStats}
+        self.frames = []                # per frame: list of active _Recording
+        self.active = []                # all active recordings, every frame
+
+    def headers_of(self, fname):
+        hs = self._headers.get(fname)
+        if hs is None:
+            from .trace_build import FunctionInfo
+            info = self.infos.get(fname)
+            if info is None:
+                info = self.infos[fname] = FunctionInfo(self.funcs[fname])
+            hs = {}
+            for loop in natural_loops(info.cfg):
+                st = LoopStats(fname, loop.header, frozenset(loop.body))
+                hs[loop.header] = self.loops[(fname, loop.header)] = st
+            self._headers[fname] = hs
+        return hs
+
+    # --- events from the engine ------------------------------------------------------
+
+    def enter(self, fname):
+        self.frames.append([])
+
+    def leave(self):
+        recs = self.frames.pop()
+        for r in recs:                  # an iteration cut short by a return: drop it
+            self.active.remove(r)
+
+    def block(self, fname, bname):
+        ev = (fname, bname)
+        recs = self.frames[-1]
+        # Close or continue this frame's recordings (outermost first).
+        for r in list(recs):
+            st = r.stats
+            if bname == st.header:
+                if r.long:
+                    st.outcome(LONG, self.max_seq)
+                else:
+                    r.events.append(ev)
+                    st.outcome(st.path_id(tuple(r.events)), self.max_seq)
+                r.events = [ev]
+                r.long = False
+            elif bname not in st.body:
+                st.outcome(EXIT, self.max_seq)
+                recs.remove(r)
+                self.active.remove(r)
+        # Every recording in every frame sees the event (callee blocks included).
+        for r in self.active:
+            if r.events and r.events[-1] is not ev and not r.long:
+                if len(r.events) >= self.max_events:
+                    r.long = True
+                    r.events = []
+                else:
+                    r.events.append(ev)
+        st = self.headers_of(fname).get(bname)
+        if st is not None:
+            st.visits += 1
+            if st.visits >= self.hot and not any(r.stats is st for r in recs):
+                r = _Recording(st, ev)
+                recs.append(r)
+                self.active.append(r)

@@ -1,0 +1,408 @@
+"""Choosing traces: building candidates and estimating what they would save.
+
+For a hot loop header the recorder gives the distinct iteration paths and the
+sequence of iterations.  A *candidate* is one path made into a trace with some
+unrolling (`trace_build` replays it, `trace_opt` optimizes it), emitted as
+Bril: the first pass computes loop invariants, later passes run a peeled loop
+part that jumps to itself.  A header can carry a *chain* of candidates for
+different paths: when the first one's guards fail, the second one is tried
+from the same header state, and so on, and the last one falls back to the
+original header code.  That is what keeps loops whose branch direction
+changes over time fast in every phase.
+
+`simulate` replays the recorded iteration sequence against a chain, counting
+successful passes, aborted ones and the instructions won or wasted.
+"""
+
+from dataclasses import dataclass, field
+
+from .dataflow import liveness, live_after_each
+from .ops import FOLDABLE
+from .trace_build import NotTraceable, Replayer
+from .trace_opt import (eliminate_dead, find_cut, hoist_guards, number_values,
+                        place_regions, single_constants, strengthen_guards)
+
+UNROLLS = (1, 2, 4, 8)
+MARK = "trace"
+MAX_CHAIN = 3
+
+
+@dataclass
+class Candidate:
+    func: str
+    header: str
+    pattern: tuple              # the recorded paths of the iterations it covers, in order
+    body: list                  # Bril instructions; the first region fails to FAIL_LABEL
+    labels: dict                # original instr index -> label to insert before it
+    cost_pre: int               # instructions executed by the first (peeled) pass
+    cost_loop: int              # instructions executed by each later pass
+    replaced: int               # original instructions one successful pass stands for
+    guards: int
+    blocks: int
+    inlined: int
+    cut: bool
+    path: list = field(default_factory=list)    # the (function, block) events it follows
+
+    @property
+    def unroll(self):
+        return len(self.pattern)
+
+
+@dataclass
+class Chain:
+    func: str
+    header: str
+    traces: list                # Candidates, tried in order
+    gain: float = 0.0           # estimated instructions saved on the training run
+    entries: list = field(default_factory=list)
+    aborts: list = field(default_factory=list)
+
+
+# Placeholders the chain fills in: where a candidate's first pass fails to (the
+# next trace in the chain), and where its loop part fails to (the original code).
+FAIL_LABEL = "\0fail"
+ORIG_LABEL = "\0orig"
+
+
+class _Liveness:
+    """Variables live before each instruction index of a function (original code)."""
+
+    def __init__(self, info):
+        self.info = info
+        self.live_in, self.live_out = liveness(info.cfg)
+        self._before = {}
+        for name, blk in info.cfg.blocks.items():
+            after = live_after_each(blk, self.live_out[name])
+            for ins, live in zip(blk.instrs, after):
+                self._before[info.index[id(ins)] + 1] = live
+            if blk.instrs:
+                self._before[info.index[id(blk.instrs[0])]] = self.live_in[name]
+
+    def before(self, index):
+        """Live variables just before original instruction `index`."""
+        live = self._before.get(index)
+        if live is None:
+            # An index just after a block's last instruction that starts a label:
+            # the label's block is the one reached, use its live-in.
+            instrs = self.info.func["instrs"]
+            while index < len(instrs) and "label" in instrs[index]:
+                blk = self.info.cfg.blocks.get(instrs[index]["label"])
+                if blk is not None:
+                    return self.live_in[blk.name]
+                index += 1
+            return frozenset()
+        return live
+
+
+def build_candidate(funcs, infos, stats, pattern, livecache, tag):
+    """Candidate for consecutive iterations taking the recorded paths `pattern`;
+    `tag` makes its labels unique within the header's chain."""
+    fname, header = stats.func, stats.header
+    path = [e for pid in pattern for e in stats.path_list[pid][:-1]]
+    path.append(stats.path_list[pattern[-1]][-1])
+    func = funcs[fname]
+    info = infos[fname]
+    rep = Replayer(funcs, infos)
+    line = rep.replay(fname, path)
+    counter = [0]
+    used = rep.used
+
+    def fresh():
+        while True:
+            counter[0] += 1
+            name = f"_g{counter[0]}.{header}"
+            if name not in used:
+                used.add(name)
+                return name
+
+    known = single_constants(func)
+    items = number_values(line.items, fresh, known)
+    items = strengthen_guards(items, fresh, known)
+    items = hoist_guards(items)
+    cut_site = line.cut_site
+    cut = find_cut(items)
+    if cut is not None:
+        del items[cut[0]:]
+        cut_site = cut[1] if cut_site is None else min(cut_site, cut[1])
+    if not any(it.instr["op"] == "guard" for it in items):
+        raise NotTraceable("no guard: nothing to speculate on")
+    seq = place_regions(items)
+    live = livecache.get(fname)
+    if live is None:
+        live = livecache[fname] = _Liveness(info)
+    if cut_site is None:
+        end_live = live.live_in[header]
+    else:
+        end_live = live.before(cut_site)
+    seq = eliminate_dead(seq, live.before, end_live)
+
+    labels = {}
+    pre, guards = _emit(seq, header, FAIL_LABEL, labels)
+    if cut_site is not None:
+        body = pre + [{"op": "jmp", "labels": [
+            labels.setdefault(cut_site, f"{header}.{MARK}.r{cut_site}")]}]
+        cost_pre = cost_loop = len(body)
+        replaced = line.orig_before.get(cut_site, line.orig_instrs)
+    else:
+        replaced = line.orig_instrs
+        # The first pass falls into the loop part, which repeats while the
+        # path holds; the loop part skips what the first pass made invariant.
+        inv = invariant_items(seq)
+        loop_label = f"{header}.{MARK}.loop{tag}"
+        loop, _ = _emit([e for e in seq if id(e) not in inv], header, ORIG_LABEL, labels)
+        body = pre + [{"label": loop_label}] + loop + [{"op": "jmp", "labels": [loop_label]}]
+        cost_pre, cost_loop = len(pre), len(loop) + 1
+    return Candidate(fname, header, tuple(pattern), body, labels, cost_pre=cost_pre,
+                     cost_loop=cost_loop, replaced=replaced, guards=guards,
+                     blocks=line.blocks, inlined=line.inlined, cut=cut_site is not None,
+                     path=[list(e) for e in path])
+
+
+def _emit(seq, header, first_fail, labels):
+    """Bril instructions for a region sequence; guards leave to the resume label
+    of their region.  Returns (instructions, number of guards)."""
+    body = []
+    resume = first_fail
+    guards = 0
+    for entry in seq:
+        if isinstance(entry, tuple):
+            kind, site = entry
+            if kind == "spec":
+                if site is not None:
+                    resume = labels.setdefault(site, f"{header}.{MARK}.r{site}")
+                body.append({"op": "speculate", MARK: header})
+            else:
+                body.append({"op": "commit"})
+            continue
+        ins = dict(entry.instr)
+        if ins["op"] == "guard":
+            ins["labels"] = [resume]
+            guards += 1
+        body.append(ins)
+    return body, guards
+
+
+def invariant_items(seq):
+    """ids of the items a loop trace need not recompute after its first pass:
+    pure (or safely re-run trapping) computations over variables the trace
+    never assigns, whose destination only they assign."""
+    items = [e for e in seq if not isinstance(e, tuple)]
+    writers = {}
+    for it in items:
+        d = it.instr.get("dest")
+        if d is not None:
+            writers.setdefault(d, []).append(it)
+    inv = set()
+    inv_vars = set()
+    changed = True
+    while changed:
+        changed = False
+        for it in items:
+            ins = it.instr
+            d = ins.get("dest")
+            if d is None or id(it) in inv or it.barrier:
+                continue
+            op = ins["op"]
+            if op not in ("const", "id") and op not in FOLDABLE:
+                continue
+            if not all(a not in writers or a in inv_vars for a in ins.get("args") or []):
+                continue
+            key = _key(ins)
+            if all(_key(w.instr) == key for w in writers[d]):
+                for w in writers[d]:
+                    inv.add(id(w))
+                inv_vars.add(d)
+                changed = True
+    return inv
+
+
+def _key(ins):
+    return (ins["op"], str(ins.get("type")), tuple(ins.get("args") or ()),
+            type(ins.get("value")).__name__, ins.get("value"))
+
+
+class _Cursor:
+    """A position in the run-length encoded outcome sequence."""
+
+    def __init__(self, seq):
+        self.seq = seq
+        self.i = 0
+        self.off = 0
+
+    def done(self):
+        return self.i >= len(self.seq)
+
+    @property
+    def outcome(self):
+        return self.seq[self.i][0]
+
+    @property
+    def run_left(self):
+        return self.seq[self.i][1] - self.off
+
+    def advance(self, n):
+        while n > 0 and self.i < len(self.seq):
+            step = min(n, self.run_left)
+            self.off += step
+            n -= step
+            if self.off == self.seq[self.i][1]:
+                self.i += 1
+                self.off = 0
+
+    def matched(self, pattern):
+        """How many leading outcomes from here follow `pattern`."""
+        i, off, m = self.i, self.off, 0
+        while m < len(pattern) and i < len(self.seq) and self.seq[i][0] == pattern[m]:
+            m += 1
+            off += 1
+            if off == self.seq[i][1]:
+                i += 1
+                off = 0
+        return m
+
+
+def simulate(chain, stats):
+    """Replay the recorded iteration sequence against a chain of candidates.
+
+    At the header the traces are tried in order: one succeeds if the next
+    iterations take its pattern of paths (then its loop part keeps running
+    while they do); otherwise a guard aborts it, wasting roughly the
+    iterations it ran.  When none succeeds, the original code runs one
+    iteration.  Returns (gain, entries per trace, aborts per trace)."""
+    traces = chain.traces
+    entries = [0] * len(traces)
+    aborts = [0] * len(traces)
+    gain = 0.0
+    per_iter = [t.cost_pre / t.unroll for t in traces]
+    uniform = [t.pattern[0] if len(set(t.pattern)) == 1 else None for t in traces]
+    known = {p for t in traces for p in t.pattern}
+
+    def waste(j, matched):
+        return min(traces[j].cost_pre, per_iter[j] * (matched + 1))
+
+    cur = _Cursor(stats.seq)
+    state = None                # None: at the header; j: in trace j's loop part
+    while not cur.done():
+        if state is not None:
+            t = traces[state]
+            k = t.unroll
+            if uniform[state] is not None and cur.outcome == uniform[state] and cur.run_left >= k:
+                passes = cur.run_left // k
+                gain += passes * (t.replaced - t.cost_loop)
+                entries[state] += passes
+                cur.advance(passes * k)
+                continue
+            m = cur.matched(t.pattern)
+            entries[state] += 1
+            if m == k:
+                gain += t.replaced - t.cost_loop
+                cur.advance(k)
+                continue
+            gain -= waste(state, m)
+            aborts[state] += 1
+            state = None
+            cur.advance(1)      # the original runs this iteration
+            continue
+        if cur.outcome not in known:
+            # No trace starts with this outcome: each such iteration aborts them all.
+            n = cur.run_left
+            gain -= n * sum(waste(j, 0) for j in range(len(traces)))
+            for j in range(len(traces)):
+                entries[j] += n
+                aborts[j] += n
+            cur.advance(n)
+            continue
+        for j, t in enumerate(traces):
+            entries[j] += 1
+            m = cur.matched(t.pattern)
+            if m == t.unroll:
+                gain += t.replaced - t.cost_pre
+                cur.advance(m)
+                state = None if t.cut else j
+                break
+            gain -= waste(j, m)
+            aborts[j] += 1
+        else:
+            cur.advance(1)
+    return gain, entries, aborts
+
+
+def frequent_patterns(stats, k, most=2, cap=100_000):
+    """The `most` most frequent runs of k consecutive iteration paths."""
+    if k == 1 or len(stats.seq) == 1:
+        order = sorted(range(len(stats.counts)), key=lambda p: -stats.counts[p])
+        return [(p,) * k for p in order[:most]]
+    flat = []
+    for o, n in stats.seq:
+        flat.extend([o] * min(n, k + 1))        # long runs: only their first windows matter
+        if len(flat) > cap:
+            break
+    counts = {}
+    for i in range(len(flat) - k + 1):
+        w = tuple(flat[i:i + k])
+        if w[0] >= 0 and min(w) >= 0:
+            counts[w] = counts.get(w, 0) + 1
+    for o, n in stats.seq:                      # credit long uniform runs in full
+        if o >= 0 and n > k + 1:
+            w = (o,) * k
+            counts[w] = counts.get(w, 0) + (n - k - 1)
+    return sorted(counts, key=lambda w: -counts[w])[:most]
+
+
+def choose_chain(funcs, infos, stats, livecache, min_share=0.05, min_count=8):
+    """The chain with the best estimated gain for one header, or None."""
+    total = sum(stats.counts)
+    if total < min_count:
+        return None
+    cands = []
+    for k in UNROLLS:
+        for pattern in frequent_patterns(stats, k):
+            if sum(stats.counts[p] for p in set(pattern)) < max(min_count, min_share * total):
+                continue
+            try:
+                c = build_candidate(funcs, infos, stats, pattern, livecache, len(cands))
+            except NotTraceable:
+                continue
+            if not (c.cut and k > 1):
+                cands.append(c)
+    best = None
+    while len(best.traces if best else ()) < MAX_CHAIN:
+        # Grow the chain by the candidate that helps most.
+        base = list(best.traces) if best else []
+        step = None
+        for c in cands:
+            if any(c is b for b in base):
+                continue
+            ch = Chain(stats.func, stats.header, base + [c])
+            ch.gain, ch.entries, ch.aborts = simulate(ch, stats)
+            if step is None or ch.gain > step.gain:
+                step = ch
+        if step is None or (best is not None and step.gain <= best.gain):
+            break
+        best = step
+    if best is None or best.gain <= 0:
+        return None
+    return best
+
+
+def chain_instrs(chain):
+    """The instructions placed right after the header label for a chain, and
+    the labels it needs in the original code ({index: [labels]})."""
+    h = chain.header
+    out = []
+    labels = {}
+    starts = [None] + [f"{h}.{MARK}.c{j}" for j in range(1, len(chain.traces))]
+    orig = f"{h}.{MARK}.orig"
+    for j, t in enumerate(chain.traces):
+        fill = {FAIL_LABEL: starts[j + 1] if j + 1 < len(chain.traces) else orig,
+                ORIG_LABEL: orig}
+        if starts[j] is not None:
+            out.append({"label": starts[j]})
+        for ins in t.body:
+            if any(l in fill for l in ins.get("labels", ())):
+                ins = dict(ins, labels=[fill.get(l, l) for l in ins["labels"]])
+            out.append(ins)
+        for site, lab in t.labels.items():
+            labels.setdefault(site, set()).add(lab)
+    out.append({"label": f"{h}.{MARK}.orig"})
+    return out, labels

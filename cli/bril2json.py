@@ -1,0 +1,44 @@
+"""`bril2json`: Bril text on stdin, the JSON program on stdout."""
+
+import json
+import sys
+
+import click
+
+from bril.errors import BrilError, run_main
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("-p", "positions", is_flag=True,
+              help='Add source positions ("pos": {"row", "col"}) to functions, '
+                   "instructions, labels and imports.")
+def bril2json(positions):
+    """Read a Bril program in the text format on stdin; write its JSON on stdout.
+
+    A syntax error is one line, `error: ROW:COL: ...`, with exit code 2.
+    """
+    from bril.text import parse_program
+
+    prog = parse_program(sys.stdin.buffer.read(), positions=positions)
+    # The reference tool's layout: two-space indent, sorted keys.
+    sys.stdout.write(json.dumps(prog, indent=2, sort_keys=True) + "\n")
+
+
+def run_click(command):
+    """Run a click command under run_main: usage errors become one `error:` line too."""
+    def body():
+        try:
+            return command.main(standalone_mode=False)
+        except click.exceptions.Abort:
+            return 1
+        except click.ClickException as err:
+            raise BrilError(err.format_message()) from None
+    run_main(body)
+
+
+def main():
+    run_click(bril2json)
+
+
+if __name__ == "__main__":
+    main()

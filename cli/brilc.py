@@ -1,0 +1,146 @@
+"""`brilc`: compile a Bril program ahead of time to native code (through LLVM).
+
+    brilc [-o OUT] [--emit-llvm | -c] [-O LEVEL] [--no-count] [-f FILE | --text] [-L DIR]...
+
+Reads the program as JSON from standard input (or FILE: `.bril` text or `.json`)
+and writes, by default, an executable linked with the run-time library
+(bril/runtime/brilrt.c, compiled once with the system C compiler and cached).
+The executable takes @main's arguments on its command line, prints exactly
+as `brili` does, fails with `error: ...` and exit status 2 where `brili`
+would, and with `-p` prints `total_dyn_inst: N` on stderr.
+
+Errors in brilc itself (a bad program, an unsupported feature, no C
+compiler) are one line `error: ...` with exit status 2.
+"""
+
+import argparse
+import os
+import sys
+
+USAGE = """\
+usage: brilc [-o OUT] [--emit-llvm | -c] [-O LEVEL] [--no-count] [-f FILE | --text] [-L DIR]...
+
+Compile the Bril program read as JSON from standard input to native code.
+
+options:
+  -o OUT        output file (default: an executable `a.out`, or FILE's name without
+                its suffix; `-c`: OUT.o; `--emit-llvm`: standard output)
+  --emit-llvm   write LLVM IR text (optimised at the -O level) instead
+  -c            write an object file instead (link it with brilrt.c yourself)
+  -O LEVEL      optimisation level 0-3 (default 2)
+  --no-count    leave out the dynamic instruction count (the executable then
+                refuses -p); slightly faster code
+  -f FILE       read the program from FILE (.bril text, or .json)
+  --text        read Bril text (not JSON) from standard input
+  -L DIR        also look for imported files in DIR (repeatable)
+  -h, --help    show this help
+"""
+
+
+def _parser():
+    from bril.errors import BrilError
+
+    class Parser(argparse.ArgumentParser):
+        def error(self, message):        # one line, exit 2, as every tool here
+            raise BrilError(message)
+
+    p = Parser(prog="brilc", add_help=False)
+    p.add_argument("-o", dest="out")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--emit-llvm", action="store_true")
+    mode.add_argument("-c", dest="object", action="store_true")
+    p.add_argument("-O", dest="level", default="2", choices=["0", "1", "2", "3"])
+    p.add_argument("--no-count", action="store_true")
+    p.add_argument("-f", dest="file")
+    p.add_argument("--text", action="store_true")
+    p.add_argument("-L", dest="lib_dirs", action="append", default=[])
+    p.add_argument("-h", "--help", action="store_true")
+    return p
+
+
+def read_program(file, text):
+    """(program dict, filename or None) from FILE or standard input."""
+    from bril.errors import BrilError
+    from bril.program import load_program
+    if file is not None:
+        try:
+            with open(file, "rb") as fh:
+                data = fh.read()
+        except OSError as e:
+            raise BrilError(f"cannot read {file}: {e.strerror}")
+        as_text = text or not file.endswith(".json")
+    else:
+        data = sys.stdin.buffer.read()
+        as_text = text
+    if as_text:
+        from bril.text import parse_program
+        try:
+            source = data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise BrilError(f"input is not UTF-8 text ({e.reason} at byte {e.start})")
+        return parse_program(source, filename=file), file
+    return load_program(data), file
+
+
+def default_output(opts):
+    if opts.out is not None:
+        return opts.out
+    stem = os.path.splitext(os.path.basename(opts.file))[0] if opts.file else None
+    if opts.object:
+        return (stem or "a") + ".o"
+    return stem or "a.out"
+
+
+def _body(argv):
+    from bril.errors import BrilError
+    opts = _parser().parse_args(argv)
+    if opts.help:
+        sys.stdout.write(USAGE)
+        return 0
+    try:
+        return _compile(opts)
+    except (BrilError, RecursionError, KeyboardInterrupt):
+        raise
+    except Exception as e:      # a bug here must still be one line, never a traceback
+        raise BrilError(f"internal error in brilc: {type(e).__name__}: {e}") from None
+
+
+def _compile(opts):
+    prog, filename = read_program(opts.file, opts.text)
+    from bril import llvm_lower, native
+    base_dir = os.path.dirname(os.path.abspath(filename)) if filename else None
+    module = llvm_lower.lower_program(prog, base_dir=base_dir, lib_dirs=opts.lib_dirs,
+                                      filename=filename, count=not opts.no_count)
+    level = int(opts.level)
+    if opts.emit_llvm:
+        text = native.emit_llvm(module, level)
+        if opts.out is None or opts.out == "-":
+            sys.stdout.write(text)
+        else:
+            _write(opts.out, text.encode())
+        return 0
+    out = default_output(opts)
+    if opts.object:
+        _write(out, native.emit_object(module, level))
+        return 0
+    native.build_executable(module, out, level)
+    return 0
+
+
+def _write(path, data):
+    from bril.errors import BrilError
+    try:
+        with open(path, "wb") as fh:
+            fh.write(data)
+    except OSError as e:
+        raise BrilError(f"cannot write {path}: {e.strerror}")
+
+
+def main(argv=None):
+    from bril.errors import run_main
+    argv = sys.argv[1:] if argv is None else argv
+    run_main(lambda: _body(argv))
+
+
+if __name__ == "__main__":
+    main()

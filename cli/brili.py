@@ -1,0 +1,158 @@
+"""`brili`: run a Bril program (a drop-in replacement for the reference interpreter).
+
+    brili [-p] [-f FILE | --text] [-L DIR]... [ARGS...]
+
+Arguments are parsed by hand (no click): start-up time matters for a command
+run once per test, and every argument that is not one of our flags must
+reach @main unchanged, including negative numbers (`brili -5`).  As in the
+reference, `-p` may appear anywhere.
+"""
+
+import os
+import sys
+
+USAGE = """\
+usage: brili [-p] [-f FILE | --text] [-L DIR]... [ARGS...]
+
+Run the Bril program read as JSON from standard input; ARGS are the
+arguments of @main, parsed by their declared types.
+
+options:
+  -p           print `total_dyn_inst: N` (dynamic instruction count) on stderr
+  -f FILE      read the program from FILE (.bril text, or .json)
+  --text       read Bril text (not JSON) from standard input
+  -L DIR       also look for imported files in DIR (repeatable); imports are
+               first resolved relative to the importing file's directory
+  --dump-py    print the generated Python code on stderr (debugging)
+  -h, --help   show this help
+  --           treat every later argument as an argument of @main
+
+Errors are reported as one line `error: MESSAGE` on stderr, exit status 2.
+"""
+
+
+class _Options:
+    def __init__(self):
+        self.profile = False
+        self.file = None
+        self.text = False
+        self.lib_dirs = []
+        self.dump = False
+        self.help = False
+        self.args = []
+
+
+def parse_args(argv):
+    from bril.errors import BrilError
+    opts = _Options()
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a == "--":
+            opts.args.extend(argv[i + 1:])
+            break
+        if a == "-p":
+            opts.profile = True
+        elif a in ("-h", "--help"):
+            opts.help = True
+        elif a == "--text":
+            opts.text = True
+        elif a == "--dump-py":
+            opts.dump = True
+        elif a in ("-f", "-L"):
+            if i + 1 >= len(argv):
+                raise BrilError(f"option {a} needs an argument")
+            i += 1
+            if a == "-f":
+                opts.file = argv[i]
+            else:
+                opts.lib_dirs.append(argv[i])
+        elif a.startswith("-L") and len(a) > 2:
+            opts.lib_dirs.append(a[2:])
+        elif a.startswith("--lib="):
+            opts.lib_dirs.append(a[len("--lib="):])
+        else:
+            opts.args.append(a)
+        i += 1
+    return opts
+
+
+def _read_program(opts):
+    from bril.errors import BrilError
+    filename = None
+    if opts.file is not None:
+        filename = opts.file
+        try:
+            with open(opts.file, "rb") as fh:
+                data = fh.read()
+        except OSError as e:
+            raise BrilError(f"cannot read {opts.file}: {e.strerror}")
+        as_text = opts.text or not opts.file.endswith(".json")
+    else:
+        data = sys.stdin.buffer.read()
+        as_text = opts.text
+    if as_text:
+        from bril.text import parse_program   # lazily: lark is slow to import
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise BrilError(f"input is not UTF-8 text ({e.reason} at byte {e.start})")
+        return parse_program(text, filename=filename), filename
+    return _load_json(data), filename
+
+
+def _load_json(data):
+    """Parse and check a JSON program.  An unknown opcode is not rejected here: as
+    in the reference, it is an error only when it runs."""
+    from bril.errors import BrilError
+    from bril.program import load_program
+    try:
+        return load_program(data)
+    except BrilError as e:
+        if "unknown opcode" not in e.message:
+            raise
+    import json
+    return json.loads(data)
+
+
+def _body(argv):
+    opts = parse_args(argv)
+    if opts.help:
+        sys.stdout.write(USAGE)
+        return 0
+    prog, filename = _read_program(opts)
+    if opts.dump:
+        os.environ["BRIL_DUMP_PY"] = "1"
+    from bril.interp import run
+    base_dir = os.path.dirname(os.path.abspath(filename)) if filename else None
+    out = _program_output()
+    count = run(prog, opts.args, out=out, base_dir=base_dir,
+                lib_dirs=opts.lib_dirs, filename=filename)
+    if opts.profile:
+        sys.stderr.write(f"total_dyn_inst: {count}\n")
+    return 0
+
+
+def _program_output():
+    """A UTF-8 stream on stdout for the program's `print`s: block-buffered unless
+    stdout is a terminal (even under PYTHONUNBUFFERED, which would otherwise cost a
+    system call per line); the interpreter flushes it at the end and before an
+    error is reported."""
+    sys.stdout.flush()
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):
+        return sys.stdout       # not a real file (e.g. replaced in-process)
+    tty = os.isatty(fd)
+    return open(fd, "w", encoding="utf-8", errors="surrogateescape", newline="\n",
+                buffering=1 if tty else 1 << 16, closefd=False)
+
+
+def main(argv=None):
+    from bril.errors import run_main
+    argv = sys.argv[1:] if argv is None else argv
+    run_main(lambda: _body(argv))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,297 @@
+"""Function inlining, and the variable/label renaming it is built on.
+
+A call is replaced by a renamed copy of the callee's body when that cannot
+change behaviour or add executed instructions:
+- the callee is small (`INLINE_LIMIT`), not recursive (in no call-graph cycle),
+  and uses no speculation, `phi`, `set` or `get` (its shadow variables would
+  mix with the caller's) and no `load` (an uninitialized read names the
+  pointer variable in its message); the caller uses no speculation or `phi`;
+- every variable the callee reads is assigned on every path to the read (an
+  unassigned read would fail naming the renamed variable);
+- the checks the interpreter makes at a call are sure to pass: the argument
+  count matches; every argument is assigned and has a trusted kind equal to its
+  parameter's; a call with a result names exactly the callee's return type and
+  every `ret` in the callee returns an assigned variable of that kind (and no
+  path falls off its end); a call without a result calls a function without a
+  return type whose `ret`s carry no value;
+- counting per path, the copies added (assigned parameters, returned values,
+  jumps out of the body) do not exceed the `call` and `ret` removed.
+
+Parameters the callee never assigns are replaced by the caller's argument
+variables (the inlined body writes only fresh names, so they cannot change
+under it); others are copied with `id`.  A returned variable computed by the
+instruction just before the `ret`, and read nowhere else, is computed straight
+into the call's destination.
+
+Reusable pieces (the tracer inlines callee blocks the same way):
+`variable_names`, `label_names`, `renaming`, `rename_instrs`, `inline_call`.
+"""
+
+import copy
+
+from bril.cfg import CFG, fresh_name
+from bril.dataflow import uses
+from .safety import SPEC_OPS, FunctionFacts, ops_in, trusted_kinds, kind
+from . import lvn
+
+INLINE_LIMIT = 60           # callee instructions
+CALLER_LIMIT = 3000         # a caller stops growing at this many instructions
+
+variable_names = lvn.variable_names
+
+
+def label_names(instrs):
+    """Every label defined or referred to in an instruction list."""
+    names = set()
+    for i in instrs:
+        if "op" not in i:
+            names.add(i["label"])
+        else:
+            names.update(i.get("labels", ()))
+    return names
+
+
+def renaming(names, used, prefix):
+    """Map each name to a fresh `prefix.name` (with a numeric suffix if taken);
+    the new names are added to `used`."""
+    mapping = {}
+    for n in sorted(names):
+        new = f"{prefix}.{n}"
+        if new in used:
+            new = fresh_name(new, used)
+        used.add(new)
+        mapping[n] = new
+    return mapping
+
+
+def rename_instrs(instrs, var_map, label_map):
+    """Copies of the instructions with variables (destinations, operands, shadow
+    names of `set`) and labels renamed; names missing from a map stay as they are."""
+    out = []
+    for instr in instrs:
+        if "op" not in instr:
+            out.append(dict(instr, label=label_map.get(instr["label"], instr["label"])))
+            continue
+        new = dict(instr)
+        if "dest" in new:
+            new["dest"] = var_map.get(new["dest"], new["dest"])
+        if "args" in new:
+            new["args"] = [var_map.get(a, a) for a in new["args"]]
+        if "labels" in new:
+            new["labels"] = [label_map.get(l, l) for l in new["labels"]]
+        out.append(new)
+    return out
+
+
+def inline_call(call, callee, used_vars, used_labels):
+    """The instructions that replace `call` by the body of `callee`.
+
+    used_vars / used_labels: the names taken in the caller (fresh names are added).
+    Does not check that inlining is allowed (see `can_inline`)."""
+    fname = callee["name"]
+    body = callee.get("instrs", [])
+    params = [a["name"] for a in callee.get("args", ())]
+    args = call.get("args", [])
+    assigned = {i["dest"] for i in body if "dest" in i}
+    local_vars = (variable_names(callee) - set(params)) | (set(params) & assigned)
+    var_map = renaming(local_vars, used_vars, fname)
+    out = []
+    for p, a, param in zip(params, args, callee.get("args", ())):
+        if p in assigned:
+            out.append({"op": "id", "dest": var_map[p], "type": param["type"], "args": [a]})
+        else:
+            var_map[p] = a
+    label_map = renaming(label_names(body), used_labels, fname)
+    ret_label = fresh_name(f"{fname}.ret", used_labels)
+    renamed = rename_instrs(body, var_map, label_map)
+    dest = call.get("dest")
+    ret_reads = _single_use_vars(renamed)
+    for k, instr in enumerate(renamed):
+        if instr.get("op") != "ret":
+            out.append(instr)
+            continue
+        if dest is not None:
+            value = instr["args"][0]
+            prev = out[-1] if out and k > 0 and renamed[k - 1] is out[-1] else None
+            if (prev is not None and prev.get("dest") == value and value in ret_reads
+                    and prev.get("op") != "get"):
+                out[-1] = dict(prev, dest=dest, type=call["type"])
+            else:
+                out.append({"op": "id", "dest": dest, "type": call["type"], "args": [value]})
+        if k != len(renamed) - 1:
+            out.append({"op": "jmp", "labels": [ret_label]})
+    out.append({"label": ret_label})
+    return out
+
+
+def _single_use_vars(instrs):
+    """Variables assigned once and read exactly once in the instructions."""
+    reads, writes = {}, {}
+    for i in instrs:
+        for a in uses(i):
+            reads[a] = reads.get(a, 0) + 1
+        if "dest" in i:
+            writes[i["dest"]] = writes.get(i["dest"], 0) + 1
+    return {v for v, n in reads.items() if n == 1 and writes.get(v) == 1}
+
+
+# --- When inlining is allowed ---------------------------------------------------------
+
+def _call_graph(prog):
+    return {f["name"]: {i["funcs"][0] for i in f.get("instrs", ())
+                        if i.get("op") == "call" and i.get("funcs")}
+            for f in prog["functions"]}
+
+
+def recursive_functions(prog):
+    """Functions on a call-graph cycle (including ones that call themselves)."""
+    graph = _call_graph(prog)
+    rec = set()
+    for start in graph:
+        stack, seen = list(graph[start]), set()
+        while stack:
+            f = stack.pop()
+            if f == start:
+                rec.add(start)
+                break
+            if f in seen or f not in graph:
+                continue
+            seen.add(f)
+            stack.extend(graph[f])
+    return rec
+
+
+class _CalleeInfo:
+    """What `can_inline` needs to know about a callee, computed once."""
+
+    def __init__(self, func):
+        self.func = func
+        self.size = sum(1 for i in func.get("instrs", ()) if "op" in i)
+        cfg = CFG.from_function(func)
+        facts = FunctionFacts(func, cfg)
+        ret_kind = kind(func.get("type")) if "type" in func else None
+        self.ok = True
+        self.ret_costs = []
+        reachable = cfg.reachable()
+        # A read of an unassigned variable would fail naming the renamed variable.
+        for name in reachable:
+            block = cfg.blocks[name]
+            for instr, defined in zip(block.instrs, facts.defined_before(block)):
+                if not all(a in defined for a in uses(instr)):
+                    self.ok = False
+        last = func["instrs"][-1] if func.get("instrs") else None
+        for name in reachable:
+            block = cfg.blocks[name]
+            if block.returns and (block.terminator is None or block.terminator["op"] != "ret"):
+                if "type" in func:
+                    self.ok = False         # falls off the end without a value
+                self.ret_costs.append(0)
+                continue
+            if not block.returns:
+                continue
+            ret = block.terminator
+            defined = facts.defined_before(block)[-1]
+            args = ret.get("args", [])
+            if "type" in func:
+                if (len(args) != 1 or ret_kind is None or args[0] not in defined
+                        or facts.kinds.get(args[0]) != ret_kind):
+                    self.ok = False
+            elif args:
+                self.ok = False
+            jump = 0 if ret is last else 1
+            self.ret_costs.append(jump)
+        params = {a["name"] for a in func.get("args", ())}
+        assigned = {i["dest"] for i in func.get("instrs", ()) if "dest" in i}
+        self.param_copies = len(params & assigned)
+
+
+def can_inline(call, info, caller_kinds, defined):
+    callee = info.func
+    if not info.ok or info.size > INLINE_LIMIT:
+        return False
+    params = callee.get("args", [])
+    args = call.get("args", [])
+    if len(params) != len(args):
+        return False
+    for p, a in zip(params, args):
+        k = kind(p.get("type"))
+        if k is None or a not in defined or caller_kinds.get(a) != k:
+            return False
+    if "dest" in call:
+        if "type" not in callee or call.get("type") != callee["type"] \
+                or kind(callee["type"]) is None:
+            return False
+        copy_cost = 1           # an `id` for the result, unless coalesced (not counted)
+    else:
+        if "type" in callee:
+            return False
+        copy_cost = 0
+    worst = info.param_copies + max(info.ret_costs, default=0) + copy_cost
+    return worst <= 2           # the removed `call` and `ret`
+
+
+# A failing `load` names its pointer variable in the error message, which
+# renaming would change; callees with loads stay calls.
+_AVOID_IN_CALLEE = SPEC_OPS | {"phi", "set", "get", "load"}
+
+
+def inline(prog):
+    """Pass: inline small non-recursive functions (bottom-up)."""
+    out = copy.deepcopy(prog)
+    names = [f["name"] for f in out["functions"]]
+    if len(set(names)) != len(names):
+        return out                  # calls are ambiguous: the interpreter rejects the program
+    rec = recursive_functions(out)
+    funcs = {f["name"]: f for f in out["functions"]}
+    graph = _call_graph(out)
+    order, seen = [], set()
+
+    def visit(name):                        # callees before callers
+        if name in seen or name not in funcs:
+            return
+        seen.add(name)
+        for c in sorted(graph[name]):
+            visit(c)
+        order.append(name)
+
+    for name in funcs:
+        visit(name)
+    infos = {}
+    for name in order:
+        func = funcs[name]
+        if ops_in(func) & (SPEC_OPS | {"phi"}):
+            continue
+        func["instrs"] = _inline_into(func, funcs, rec, infos)
+        infos.pop(name, None)
+    return out
+
+
+def _inline_into(func, funcs, rec, infos):
+    cfg = CFG.from_function(func)
+    facts = FunctionFacts(func, cfg)
+    defined_at = {}                 # id(call instruction) -> variables surely assigned
+    for block in cfg.blocks.values():
+        for instr, defined in zip(block.instrs, facts.defined_before(block)):
+            if instr.get("op") == "call":
+                defined_at[id(instr)] = defined
+    kinds = trusted_kinds(func)
+    used_vars = variable_names(func)
+    used_labels = label_names(func.get("instrs", ()))
+    size = sum(1 for i in func.get("instrs", ()) if "op" in i)
+    out = []
+    for instr in func.get("instrs", ()):
+        callee_name = instr.get("funcs", [None])[0] if instr.get("op") == "call" else None
+        callee = funcs.get(callee_name)
+        if (callee is None or callee_name in rec or callee_name == func["name"]
+                or ops_in(callee) & _AVOID_IN_CALLEE or size >= CALLER_LIMIT):
+            out.append(instr)
+            continue
+        info = infos.get(callee_name)
+        if info is None:
+            info = infos[callee_name] = _CalleeInfo(callee)
+        if not can_inline(instr, info, kinds, defined_at[id(instr)]):
+            out.append(instr)
+            continue
+        out.extend(inline_call(instr, callee, used_vars, used_labels))
+        size += info.size
+    return out

@@ -1,0 +1,121 @@
+"""Loop-invariant code motion.
+
+For each natural loop (innermost first) an instruction `d = op args` moves to
+the loop's preheader when:
+- it cannot fail (`safety.cannot_fail`, with its operands assigned on every path
+  to the preheader), so computing it earlier is invisible;
+- its operands are not assigned inside the loop (or only by instructions that
+  were hoisted already);
+- `d` has no other assignment in the loop and is not live at the loop header
+  (no use in the loop sees an older value);
+- its block dominates every block that leaves the loop (by an edge out or a
+  `ret`): it runs at least once per entry into the loop, so the number of
+  executed instructions never goes up, and `d` has its value when the loop ends.
+
+The preheader is the loop's single outside predecessor when that block leads
+only to the header; otherwise a new block placed just before the header.  A
+loop whose header is entered by a fall-through from inside the loop gets no new
+block (it would need an extra jump per iteration).  Functions with irreducible
+control flow, `phi` or speculation are left alone.
+"""
+
+from bril.cfg import CFG, Block, natural_loops, is_reducible, fresh_name
+from bril.dataflow import liveness, defined_vars
+from bril.dominance import dominators
+from .safety import map_functions, SPEC_OPS, FunctionFacts
+
+
+def _preheader(cfg, loop):
+    """The name of a block that runs just before entering the loop (made if needed),
+    or None if the loop gets none."""
+    header = loop.header
+    outside = [p for p in cfg.preds[header] if p not in loop.body]
+    if len(outside) == 1 and cfg.succs[outside[0]] == [header] and header != cfg.entry:
+        return outside[0]
+    order = list(cfg.blocks)
+    i = order.index(header)
+    if i > 0:
+        before = cfg.blocks[order[i - 1]]
+        if before.name in loop.body and before.terminator is None and before.fall == header:
+            return None
+    name = fresh_name(header + ".preheader", cfg.names())
+    cfg.add_block(Block(name, [], None, header), before=header)
+    for p in outside:
+        cfg.retarget(p, header, name)
+    if header == cfg.entry:
+        cfg.entry = name
+    cfg.recompute_edges()
+    return name
+
+
+def _hoist(cfg, loop, func):
+    """Move invariant instructions of one loop to its preheader; True if any moved."""
+    dom = dominators(cfg)
+    leaving = [b for b in loop.body
+               if cfg.blocks[b].returns or any(s not in loop.body for s in cfg.succs[b])]
+    candidates = [b for b in loop.body if all(b in dom[x] for x in leaving)]
+    if not leaving or not candidates:     # a loop that never ends is left as it is
+        return False
+    ph = _preheader(cfg, loop)
+    if ph is None:
+        return False
+    instrs = [i for b in cfg.blocks.values() for i in b.instrs]
+    facts = FunctionFacts({"args": func.get("args", []), "instrs": instrs}, cfg)
+    live_in, _ = liveness(cfg)
+    _, def_out = defined_vars(cfg, [a["name"] for a in func.get("args", ())])
+    defined = set(def_out[ph])
+    assigned = {}
+    for b in loop.body:
+        for instr in cfg.blocks[b].instrs:
+            if "dest" in instr:
+                assigned[instr["dest"]] = assigned.get(instr["dest"], 0) + 1
+    order = [n for n in cfg.reverse_postorder() if n in candidates]
+    moved = []
+    progress = True
+    while progress:
+        progress = False
+        for name in order:
+            block = cfg.blocks[name]
+            keep = []
+            for instr in block.instrs:
+                d = instr.get("dest")
+                if (d is not None and assigned.get(d) == 1 and d not in live_in[loop.header]
+                        and all(assigned.get(a, 0) == 0 for a in instr.get("args", ()))
+                        and instr.get("op") not in ("get", "set")
+                        and facts.cannot_fail(instr, defined)):
+                    moved.append(instr)
+                    assigned[d] = 0
+                    defined.add(d)
+                    progress = True
+                else:
+                    keep.append(instr)
+            block.instrs = keep
+    if moved:
+        pre = cfg.blocks[ph]
+        term = pre.terminator
+        pre.instrs = (pre.body + moved + [term]) if term is not None else pre.instrs + moved
+    cfg.recompute_edges()
+    return bool(moved)
+
+
+def licm_cfg(cfg, func):
+    done = set()
+    while True:
+        dom = dominators(cfg)
+        if not is_reducible(cfg, dom):
+            return cfg
+        todo = [l for l in natural_loops(cfg, dom) if l.header not in done]
+        if not todo:
+            return cfg
+        loop = todo[0]
+        done.add(loop.header)
+        _hoist(cfg, loop, func)
+
+
+def licm_instrs(func):
+    return licm_cfg(CFG.from_function(func), func).to_instrs()
+
+
+def licm(prog):
+    """Pass: loop-invariant code motion."""
+    return map_functions(prog, licm_instrs, avoid=SPEC_OPS | {"phi"})

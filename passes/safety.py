@@ -1,0 +1,156 @@
+"""What a pass may do to an instruction without changing the program's behaviour.
+
+Passes must not change what a program prints, its exit code or its errors.  An
+instruction whose result is unused can still fail at run time: a division by
+zero, a load, an op applied to a value of the wrong type (possible with the
+dynamic `any` type, `undef`, or values loaded from memory), or a read of a
+variable that is not assigned on the path taken.  `cannot_fail` says when none
+of that can happen; only then may a pass delete or move an instruction.
+
+It rests on *trusted kinds*: a variable's kind (int, bool, float, char or
+pointer) is trusted when every definition of it in the function is sure to
+produce a value of its declared kind (constants, op results, checked call
+results and arguments, copies of trusted variables).  Loaded values and
+anything typed `any` are never trusted.
+
+Functions that use speculation are left alone by every pass: variables
+assigned inside a speculate..commit region roll back when a guard fails, which
+none of the analyses model.
+"""
+
+import copy
+
+from bril import ops
+from bril.dataflow import defined_vars, defined_before_each, dest, uses
+from .values import const_of
+
+SPEC_OPS = frozenset({"speculate", "commit", "guard"})
+SSA2_OPS = frozenset({"set", "get"})
+
+
+def ops_in(func):
+    return {i["op"] for i in func.get("instrs", ()) if "op" in i}
+
+
+def arg_names(func):
+    return [a["name"] for a in func.get("args", ())]
+
+
+def map_functions(prog, transform, avoid=SPEC_OPS):
+    """A deep copy of `prog` where every function that uses none of the ops in
+    `avoid` gets `transform(func)` (which returns its new instruction list)."""
+    out = copy.deepcopy(prog)
+    for func in out["functions"]:
+        if not ops_in(func) & avoid:
+            func["instrs"] = transform(func)
+    return out
+
+
+def kind(typ):
+    """'int', 'bool', 'float', 'char' or 'ptr' for a Bril type; None for 'any'/unknown."""
+    if typ in ("int", "bool", "float", "char"):
+        return typ
+    if isinstance(typ, dict) and "ptr" in typ:
+        return "ptr"
+    return None
+
+
+_RESULT_KIND = {name: (op.result if op.result in ("int", "bool", "float", "char") else None)
+                for name, op in ops.OPS.items()}
+_RESULT_KIND["ptradd"] = "ptr"
+_RESULT_KIND["alloc"] = "ptr"
+
+
+def trusted_kinds(func):
+    """Map each trusted variable of the function to its kind (see module doc)."""
+    declared = {}
+    defs = {}
+    for a in func.get("args", ()):
+        declared.setdefault(a["name"], set()).add(kind(a.get("type")))
+        defs.setdefault(a["name"], []).append(None)      # None: an argument
+    sets = {}
+    for instr in func.get("instrs", ()):
+        d = instr.get("dest")
+        if d is not None:
+            declared.setdefault(d, set()).add(kind(instr.get("type")))
+            defs.setdefault(d, []).append(instr)
+        if instr.get("op") == "set" and len(instr.get("args", ())) == 2:
+            sets.setdefault(instr["args"][0], []).append(instr["args"][1])
+    trusted = {v: next(iter(ks)) for v, ks in declared.items()
+               if len(ks) == 1 and None not in ks}
+
+    def produces(instr, k):
+        if instr is None:
+            return True                 # arguments are checked at the call
+        op = instr["op"]
+        if op == "const":
+            c = const_of(instr)
+            return c is not None and c.type == k
+        if op == "call":
+            return True                 # the interpreter checks the result's type
+        if op in ("id", "phi"):
+            return all(trusted.get(a) == k for a in instr.get("args", ()))
+        if op == "get":
+            return all(trusted.get(a) == k for a in sets.get(instr["dest"], ()))
+        if op in ("load", "undef"):
+            return False
+        return _RESULT_KIND.get(op) == k
+
+    changed = True
+    while changed:                      # greatest fixpoint: drop until stable
+        changed = False
+        for v in list(trusted):
+            k = trusted[v]
+            if not all(produces(i, k) for i in defs[v]):
+                del trusted[v]
+                changed = True
+    return trusted
+
+
+def _operand_kinds_ok(op, args, kinds):
+    sig = ops.OPS[op].args
+    if sig is None or len(sig) != len(args):
+        return False
+    t_kind = None
+    for want, a in zip(sig, args):
+        have = kinds.get(a)
+        if have is None:
+            return False
+        if want == "T":
+            if t_kind is not None and have != t_kind:
+                return False
+            t_kind = have
+        elif want != have:
+            return False
+    return True
+
+
+class FunctionFacts:
+    """Per-function facts for `cannot_fail`: trusted kinds and definite assignment."""
+
+    def __init__(self, func, cfg):
+        self.kinds = trusted_kinds(func)
+        self.cfg = cfg
+        self.def_in, _ = defined_vars(cfg, arg_names(func))
+
+    def defined_before(self, block):
+        """For each instruction of the block: the variables surely assigned before it."""
+        return defined_before_each(block, self.def_in.get(block.name, frozenset()))
+
+    def cannot_fail(self, instr, defined):
+        """True if the instruction can never raise a run-time error, given the
+        variables `defined` surely assigned before it; such an instruction may be
+        deleted when its result is unused, or computed at another point."""
+        op = instr.get("op")
+        if op == "nop":
+            return True
+        if op == "const":
+            return const_of(instr) is not None
+        if not all(a in defined for a in uses(instr)):
+            return False
+        if op in ("id", "undef"):
+            return True
+        spec = ops.OPS.get(op)
+        if spec is None or not spec.pure or dest(instr) is None:
+            return False
+        return _operand_kinds_ok(op, instr.get("args", ()), self.kinds)

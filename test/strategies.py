@@ -1,0 +1,775 @@
+"""Hypothesis strategies for random, well-formed, terminating Bril programs.
+
+Programs are generated as structured code (blocks, ifs, counted loops,
+speculation regions, memory regions, calls) and lowered straight to Bril
+instructions, so every program terminates by construction:
+
+* loops count a read-only counter over a constant trip count;
+* functions only call functions generated before them, plus bounded
+  self-recursion on a read-only depth argument;
+* a static cost estimate (dynamic instructions, trip counts multiplied in)
+  keeps every run to a few thousand instructions.
+
+Programs are also well-formed and well-typed: every variable has one type in
+its function and is only read where it is defined on every path; memory
+regions are initialised before reading, only indexed in bounds, and freed;
+speculation regions contain no call or ret and are never left by a jump.
+
+Run-time errors happen only where intended (a division by any variable, an
+int2char of a computed code point), and rarely; the properties compare error
+behaviour too.  `Limits` switches features off, e.g. to compare against the
+reference interpreter, which reads JSON integers as doubles and ends all
+speculation at an inner commit.
+
+The JSON is in the canonical shape `bril2json` produces (no empty `args`,
+no `type` on void functions), so `parse(format(p)) == p` is a fair property.
+"""
+
+from dataclasses import dataclass, replace
+import math
+
+from hypothesis import strategies as st
+
+from bril.ops import INT_MAX, INT_MIN
+
+BASE_TYPES = ("int", "bool", "float", "char")
+
+# 64-bit edge values: wrap-around, sign, and the 2^53 boundary where doubles
+# stop holding every integer.
+INT_EDGES = (0, 1, -1, 2, -2, 3, 7, -8, 10, 100, 255, -256, 1 << 31, -(1 << 31),
+             (1 << 32) + 1, 1 << 53, (1 << 53) + 1, -(1 << 53) - 1, (1 << 62) + 12345,
+             INT_MAX, INT_MIN, INT_MAX - 1, INT_MIN + 1, 6148914691236517205)
+# Floats around the printing boundaries (1e-10 and 1e10 switch to exponent
+# form), a value whose 17-digit rounding is an exact tie (2^-18), extremes.
+FLOAT_EDGES = (0.0, -0.0, 1.0, -1.5, 0.1, 0.2, 3.0, 1e-10, 9.99999999e-11, 9999999999.5,
+               1e10, -1e10, 1e21, 2.0 ** -18, 0.5, 1.7976931348623157e308, 5e-324,
+               2.2250738585072014e-308, 123456.789, -2.5e-8, 1e300, 6.02e23, 1 / 3)
+# Characters that stress the text format and printing: quotes, backslash,
+# comment and separator characters, control characters, non-ASCII, non-BMP.
+CHAR_EDGES = ("a", "Z", "0", " ", "'", "\\", "#", ";", ".", "@", "\n", "\t", "\r", "\0",
+              "\x07", "\x08", "\x0b", "\x0c", "\x1b", "\x7f", "é", "ß", "λ", "中", "\u2028",
+              "\ufeff", "😀", "\U0010ffff", "\ue000", "\ud7ff")
+CODE_POINTS = (0, 10, 32, 65, 97, 127, 128, 255, 0x3bb, 0xD7FF, 0xE000, 0xFFFD, 0xFFFF,
+               0x10000, 0x1F600, 0x10FFFF)
+SAFE_DIVISORS = (1, -1, 2, -2, 3, 7, -10, 1 << 32, INT_MAX, INT_MIN)
+
+VAR_PREFIXES = ("v", "x_", "_t", "%v", "a.b", "Tmp")
+LABEL_PREFIXES = ("L", "l_", "bb.", "_exit", "%L")
+FUNC_PREFIXES = ("f", "g_", "h.", "_fn")
+# Names that are keywords or builtins of Python (engines that generate Python
+# source), words of the text format, or likely names inside an engine.
+HOSTILE_NAMES = ("None", "True", "if", "def", "return", "lambda", "print", "len", "int",
+                 "float", "bool", "range", "self", "out", "count", "env", "heap", "args",
+                 "wrap64", "idiv", "BrilError", "__name__", "_", "__", "main", "ret",
+                 "const", "true", "false", "nullptr", "ptr", "jmp", "br", "i", "n")
+
+WIDE = 1 << 53          # JSON integers beyond this are not exact as doubles
+
+
+def _twin(name):
+    """`name` with one kind of separator swapped for another (None if unchanged)."""
+    for a, b in ((".", "_"), ("%", "_"), ("_", "."), ("_", "%")):
+        if a in name:
+            twin = name.replace(a, b)
+            if not twin[0] == "." and not twin[0].isdigit():
+                return twin
+    return None
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Knobs of the generator; the defaults exercise everything."""
+    max_helpers: int = 3        # functions besides @main
+    max_stmts: int = 5          # statements per block
+    max_nesting: int = 3        # nested ifs/loops/regions
+    max_trip: int = 5           # loop trip count
+    max_iterations: int = 48    # product of enclosing trip counts
+    budget: int = 4000          # static estimate of dynamic instructions per function
+    max_recursion: int = 4      # depth argument of recursive helpers
+    speculation: bool = True
+    nested_speculation: bool = True   # inner commit returns to the parent (spec, not reference)
+    memory: bool = True
+    floats: bool = True
+    chars: bool = True
+    wide_ints: bool = True      # integer constants beyond 2^53 (the reference rounds them)
+    bitcast: bool = True        # float2bits / bits2float (the reference lacks them)
+    errors: bool = True         # rare, intended run-time errors (div by a variable, int2char)
+    cr_arguments: bool = True   # '\r' as a char argument of @main (Deno mangles it)
+
+
+DEFAULT = Limits()
+# What the TypeScript reference interpreter agrees on (for scratch comparisons).
+REFERENCE_COMPATIBLE = Limits(nested_speculation=False, wide_ints=False, bitcast=False,
+                              cr_arguments=False)
+
+
+@dataclass
+class Signature:
+    name: str
+    params: list          # [(name, type)]
+    ret: str | None
+    cost: int             # static estimate of dynamic instructions per call
+    recursive: bool = False
+
+
+class _FunctionGen:
+    """Generates one function's instructions while tracking scope facts."""
+
+    def __init__(self, draw, limits, sig, callees, is_main):
+        self.draw = draw
+        self.lim = limits
+        self.sig = sig
+        self.callees = callees
+        self.is_main = is_main
+        self.instrs = []
+        self.types = {}               # variable -> its one type
+        self.defined = set()          # variables defined on every path to here
+        self.readonly = set()         # counters, bounds, depth argument
+        self.counters = {}            # loop counter -> (lo, hi) while in its body
+        self.loops = []               # (continue label, break label) of enclosing loops
+        self.regions = []             # (pointer, element type, size) of live allocations
+        self.in_spec = 0              # speculation depth
+        self.mult = 1                 # product of enclosing trip counts
+        self.cost = 0
+        self.self_calls = 0
+        self.nesting = 0
+        self.n_vars = 0
+        self.n_labels = 0
+        self.var_prefix = draw(st.sampled_from(VAR_PREFIXES))
+        self.label_prefix = draw(st.sampled_from(LABEL_PREFIXES))
+        self.labels_used = set()
+        for name, typ in sig.params:
+            self.types[name] = typ
+            self.defined.add(name)
+
+    # --- emitting ------------------------------------------------------------------
+
+    def emit(self, instr):
+        self.instrs.append(instr)
+        self.cost += self.mult
+
+    def label(self, name):
+        self.instrs.append({"label": name})
+
+    def fresh_name(self, taken, prefix, counter):
+        """A new name: usually prefix+N; sometimes a hostile word, or the twin of
+        a taken name that differs only in '.', '%' or '_' (a sloppy mangling of
+        names into another language makes the two collide)."""
+        d = self.draw
+        pick = d(st.integers(0, 9))
+        if pick == 9:
+            free = [n for n in HOSTILE_NAMES if n not in taken]
+            if free:
+                return d(st.sampled_from(free))
+        elif pick == 8:
+            twins = sorted({_twin(n) for n in taken} - set(taken) - {None})
+            if twins:
+                return d(st.sampled_from(twins))
+        return f"{prefix}{counter}"
+
+    def fresh_label(self):
+        self.n_labels += 1
+        name = self.fresh_name(self.labels_used, self.label_prefix, self.n_labels)
+        self.labels_used.add(name)
+        return name
+
+    def fresh_var(self, typ):
+        self.n_vars += 1
+        name = self.fresh_name(self.types, self.var_prefix, self.n_vars)
+        self.types[name] = typ
+        return name
+
+    def op(self, dest, typ, op, args=(), funcs=(), labels=()):
+        instr = {"op": op}
+        if dest is not None:
+            instr["dest"] = dest
+            instr["type"] = typ
+        if args:
+            instr["args"] = list(args)
+        if funcs:
+            instr["funcs"] = list(funcs)
+        if labels:
+            instr["labels"] = list(labels)
+        self.emit(instr)
+        if dest is not None:
+            self.defined.add(dest)
+
+    def const(self, typ, value, dest=None):
+        dest = dest or self.fresh_var(typ)
+        self.emit({"op": "const", "dest": dest, "type": typ, "value": value})
+        self.defined.add(dest)
+        return dest
+
+    # --- values --------------------------------------------------------------------
+
+    def enabled_types(self):
+        return [t for t in BASE_TYPES
+                if (t != "float" or self.lim.floats) and (t != "char" or self.lim.chars)]
+
+    def literal(self, typ):
+        d = self.draw
+        if typ == "int":
+            v = d(st.one_of(st.sampled_from(INT_EDGES), st.integers(-20, 20),
+                            st.integers(INT_MIN, INT_MAX)))
+            if not self.lim.wide_ints and abs(v) > WIDE:
+                v = v % 1000
+            return v
+        if typ == "bool":
+            return d(st.booleans())
+        if typ == "float":
+            return d(st.one_of(st.sampled_from(FLOAT_EDGES),
+                               st.floats(allow_nan=False, allow_infinity=False)))
+        return d(st.one_of(st.sampled_from(CHAR_EDGES),
+                           st.characters(exclude_categories=("Cs",))))
+
+    def vars_of(self, typ):
+        return sorted(v for v in self.defined if self.types.get(v) == typ)
+
+    def operand(self, typ):
+        """A defined variable of `typ`, or a new constant."""
+        pool = self.vars_of(typ)
+        if pool and self.draw(st.integers(0, 3)) > 0:
+            return self.draw(st.sampled_from(pool))
+        return self.const(typ, self.literal(typ))
+
+    def target(self, typ):
+        """Where to put a new value: a fresh variable or a writable one of `typ`."""
+        pool = [v for v in self.vars_of(typ) if v not in self.readonly]
+        if pool and self.draw(st.booleans()):
+            return self.draw(st.sampled_from(pool))
+        return self.fresh_var(typ)
+
+    def value(self, typ, dest):
+        """Emit an instruction computing a value of `typ` into `dest`."""
+        d = self.draw
+        kinds = ["const", "id"]
+        if typ == "int":
+            kinds += ["arith", "arith", "div"]
+            if self.lim.chars:
+                kinds.append("char2int")
+            if self.lim.floats and self.lim.bitcast:
+                kinds.append("float2bits")
+        elif typ == "bool":
+            kinds += ["cmp", "cmp", "logic", "not"]
+            if self.lim.floats:
+                kinds.append("fcmp")
+            if self.lim.chars:
+                kinds.append("ccmp")
+        elif typ == "float":
+            kinds += ["farith", "farith"] + (["bits2float"] if self.lim.bitcast else [])
+        elif typ == "char":
+            kinds += ["int2char"]
+        kind = d(st.sampled_from(kinds))
+        if kind == "const":
+            self.const(typ, self.literal(typ), dest)
+        elif kind == "id":
+            self.op(dest, typ, "id", [self.operand(typ)])
+        elif kind == "arith":
+            o = d(st.sampled_from(["add", "sub", "mul"]))
+            self.op(dest, typ, o, [self.operand("int"), self.operand("int")])
+        elif kind == "div":
+            a = self.operand("int")
+            if self.lim.errors and d(st.integers(0, 11)) == 11:
+                # An intended, rare error: a divisor that may be zero, often one
+                # that becomes zero at some loop iteration (output before it counts).
+                if self.counters and d(st.booleans()):
+                    i = d(st.sampled_from(sorted(self.counters)))
+                    lo, hi = self.counters[i]
+                    b = self.fresh_var("int")
+                    self.op(b, "int", "sub", [i, self.const("int", d(st.integers(lo, hi)))])
+                else:
+                    b = self.operand("int")
+            else:
+                b = self.const("int", d(st.sampled_from(SAFE_DIVISORS)))
+            self.op(dest, typ, "div", [a, b])
+        elif kind == "char2int":
+            self.op(dest, typ, "char2int", [self.operand("char")])
+        elif kind == "float2bits":
+            self.op(dest, typ, "float2bits", [self.operand("float")])
+        elif kind == "cmp":
+            o = d(st.sampled_from(["eq", "lt", "gt", "le", "ge"]))
+            self.op(dest, typ, o, [self.operand("int"), self.operand("int")])
+        elif kind == "fcmp":
+            o = d(st.sampled_from(["feq", "flt", "fgt", "fle", "fge"]))
+            self.op(dest, typ, o, [self.operand("float"), self.operand("float")])
+        elif kind == "ccmp":
+            o = d(st.sampled_from(["ceq", "clt", "cgt", "cle", "cge"]))
+            self.op(dest, typ, o, [self.operand("char"), self.operand("char")])
+        elif kind == "logic":
+            o = d(st.sampled_from(["and", "or"]))
+            self.op(dest, typ, o, [self.operand("bool"), self.operand("bool")])
+        elif kind == "not":
+            self.op(dest, typ, "not", [self.operand("bool")])
+        elif kind == "farith":
+            o = d(st.sampled_from(["fadd", "fsub", "fmul", "fdiv"]))
+            self.op(dest, typ, o, [self.operand("float"), self.operand("float")])
+        elif kind == "bits2float":
+            self.op(dest, typ, "bits2float", [self.operand("int")])
+        elif kind == "int2char":
+            if self.lim.errors and d(st.integers(0, 15)) == 15:
+                # A computed code point: may land on a surrogate or past 0x10FFFF.
+                code = self.fresh_var("int")
+                self.op(code, "int", "add", [self.operand("int"),
+                                             self.const("int", d(st.integers(-3, 3)))])
+            else:
+                code = self.const("int", d(st.sampled_from(CODE_POINTS)))
+            self.op(dest, typ, "int2char", [code])
+
+    def condition(self):
+        """A bool variable for a branch or guard; often one whose value changes
+        as a loop counter advances (`i < k` with k inside the trip count)."""
+        d = self.draw
+        kinds = ["var", "cmp"]
+        if self.counters:
+            kinds += ["counter", "counter"]
+        kind = d(st.sampled_from(kinds))
+        if kind == "var":
+            return self.operand("bool")
+        c = self.fresh_var("bool")
+        if kind == "counter":
+            i = d(st.sampled_from(sorted(self.counters)))
+            lo, hi = self.counters[i]
+            k = self.const("int", d(st.integers(lo, hi + 1)))
+            o = d(st.sampled_from(["lt", "le", "gt", "ge", "eq"]))
+            args = [i, k] if d(st.booleans()) else [k, i]
+            self.op(c, "bool", o, args)
+        else:
+            self.value("bool", c)
+        return c
+
+    # --- statements ----------------------------------------------------------------
+
+    def block(self, max_stmts=None, min_stmts=0):
+        """Generate a block; return True if control falls through its end."""
+        top = max_stmts if max_stmts is not None else self.lim.max_stmts
+        n = self.draw(st.integers(min_stmts, top))
+        for _ in range(n):
+            if not self.statement():
+                self.maybe_dead_code()
+                return False
+        return True
+
+    def maybe_dead_code(self):
+        """Occasionally leave unreachable instructions after a jump (passes must cope)."""
+        if self.draw(st.integers(0, 7)) == 7:
+            self.op(None, None, "print", [self.operand("int")])
+
+    def statement(self):
+        d = self.draw
+        kinds = ["assign", "assign", "assign", "print"]
+        can_nest = self.nesting < self.lim.max_nesting and self.cost < self.lim.budget
+        if can_nest:
+            kinds += ["if", "loop", "loop"]
+            if d(st.integers(0, 2)) == 2:
+                kinds.append("two_entry_loop")
+            if self.lim.speculation and (self.in_spec == 0 or self.lim.nested_speculation):
+                kinds.append("spec")
+            if self.lim.memory:
+                kinds.append("region")
+        if self.regions:
+            kinds += ["load", "store"]
+        if not self.in_spec and self.callable():
+            kinds += ["call", "call"]
+        # Rare exits, so that most code after them still runs.
+        if self.loops and d(st.integers(0, 3)) == 3:
+            kinds += ["break", "continue"]
+        if self.may_return() and d(st.integers(0, 5)) == 5:
+            kinds.append("ret")
+        if d(st.integers(0, 20)) == 20:
+            kinds += ["nop", "labels"]
+        kind = d(st.sampled_from(kinds))
+        return getattr(self, "stmt_" + kind)()
+
+    def may_return(self):
+        return not self.in_spec and not self.regions
+
+    def stmt_assign(self):
+        typ = self.draw(st.sampled_from(self.enabled_types()))
+        self.value(typ, self.target(typ))
+        return True
+
+    def stmt_nop(self):
+        self.op(None, None, "nop")
+        return True
+
+    def stmt_print(self):
+        n = self.draw(st.integers(0, 3))
+        args = [self.operand(self.draw(st.sampled_from(self.enabled_types()))) for _ in range(n)]
+        self.op(None, None, "print", args)
+        return True
+
+    def nested(self, fn):
+        self.nesting += 1
+        try:
+            return fn()
+        finally:
+            self.nesting -= 1
+
+    def stmt_if(self):
+        c = self.condition()
+        then_l, else_l, end_l = self.fresh_label(), self.fresh_label(), self.fresh_label()
+        has_else = self.draw(st.booleans())
+        self.op(None, None, "br", [c], labels=[then_l, else_l if has_else else end_l])
+        before = set(self.defined)
+        self.label(then_l)
+        then_falls = self.nested(self.block)
+        then_defs = set(self.defined)
+        if then_falls:
+            self.op(None, None, "jmp", labels=[end_l])
+        self.defined = set(before)
+        if has_else:
+            self.label(else_l)
+            else_falls = self.nested(self.block)
+        else:
+            else_falls = True
+        else_defs = set(self.defined)
+        self.label(end_l)
+        reaching = [s for s, falls in ((then_defs, then_falls), (else_defs, else_falls)) if falls]
+        if not reaching:
+            # Both arms left (break/continue/ret): the end label is unreachable.
+            self.defined = before
+            return False
+        self.defined = set.intersection(*reaching)
+        return True
+
+    def stmt_loop(self):
+        d = self.draw
+        room = max(1, self.lim.max_iterations // self.mult)
+        trip = d(st.integers(0, min(self.lim.max_trip, room)))
+        style = d(st.sampled_from(["while", "do", "down"]))
+        if style == "do":
+            trip = max(trip, 1)
+        head, body, latch, done = (self.fresh_label() for _ in range(4))
+        i = self.fresh_var("int")
+        one = self.const("int", 1)
+        if style == "down":
+            self.const("int", trip, i)
+            stop = self.const("int", 0)
+            test, step, span = "gt", "sub", (1, trip)
+        else:
+            self.const("int", 0, i)
+            stop = self.const("int", trip)
+            test, step, span = "lt", "add", (0, trip - 1)
+        if trip == 0:
+            span = (0, 0)                  # the body never runs; any range will do
+        self.readonly |= {i, one, stop}
+        before = set(self.defined)
+        c = self.fresh_var("bool")
+
+        def check(true_label, false_label):
+            self.op(c, "bool", test, [i, stop])
+            self.op(None, None, "br", [c], labels=[true_label, false_label])
+
+        if style != "do":
+            self.label(head)
+            check(body, done)
+        self.label(body)
+        self.loops.append((latch, done))
+        self.counters[i] = span
+        saved_mult = self.mult
+        self.mult *= max(trip, 1)
+        falls = self.nested(self.block)
+        if falls:
+            self.op(None, None, "jmp", labels=[latch])
+        self.mult = saved_mult
+        del self.counters[i]
+        self.loops.pop()
+        self.defined = set(before)
+        self.label(latch)
+        self.op(i, "int", step, [i, one])
+        if style == "do":
+            check(body, done)
+        else:
+            self.op(None, None, "jmp", labels=[head])
+        self.label(done)
+        self.defined = before
+        return True
+
+    def stmt_two_entry_loop(self):
+        """An irreducible loop: two blocks that jump to each other, entered at
+        either one; every pass through a block advances the shared counter."""
+        d = self.draw
+        room = max(1, self.lim.max_iterations // self.mult)
+        trip = d(st.integers(0, min(self.lim.max_trip, room)))
+        a, b, done = self.fresh_label(), self.fresh_label(), self.fresh_label()
+        c = self.condition()
+        i = self.fresh_var("int")
+        self.const("int", 0, i)
+        one = self.const("int", 1)
+        stop = self.const("int", trip)
+        self.readonly |= {i, one, stop}
+        self.op(None, None, "br", [c], labels=[a, b])
+        before = set(self.defined)
+        saved_loops, saved_mult = self.loops, self.mult
+        self.loops = []
+        self.mult *= max(trip, 1)
+        self.counters[i] = (0, trip)
+        for here, there in ((a, b), (b, a)):
+            self.label(here)
+            self.defined = set(before)      # either block may run first
+            self.nested(lambda: self.block(3))
+            self.op(i, "int", "add", [i, one])
+            t = self.fresh_var("bool")
+            self.op(t, "bool", "lt", [i, stop])
+            self.op(None, None, "br", [t], labels=[there, done])
+        del self.counters[i]
+        self.loops, self.mult = saved_loops, saved_mult
+        self.label(done)
+        self.defined = before
+        return True
+
+    def stmt_labels(self):
+        """Control-flow noise: a jump to the next instruction, labels in a row."""
+        first, second = self.fresh_label(), self.fresh_label()
+        self.op(None, None, "jmp", labels=[first])
+        self.label(first)
+        self.label(second)
+        return True
+
+    def stmt_break(self):
+        self.op(None, None, "jmp", labels=[self.loops[-1][1]])
+        return False
+
+    def stmt_continue(self):
+        self.op(None, None, "jmp", labels=[self.loops[-1][0]])
+        return False
+
+    def stmt_ret(self):
+        if self.sig.ret is None:
+            self.op(None, None, "ret")
+        else:
+            self.op(None, None, "ret", [self.operand(self.sig.ret)])
+        return False
+
+    def stmt_spec(self):
+        """speculate; pre; guard c .fail; mid; [guard c2 .fail]; commit; jmp .done;
+        .fail: recovery; .done:  -- nothing inside leaves the region by a jump."""
+        d = self.draw
+        fail, done = self.fresh_label(), self.fresh_label()
+        before = set(self.defined)
+        saved_loops = self.loops
+        self.op(None, None, "speculate")
+        self.in_spec += 1
+        self.loops = []                     # no break/continue out of the region
+        self.nested(lambda: self.block(3))
+        for _ in range(d(st.integers(0, 2))):
+            c = self.condition()
+            self.op(None, None, "guard", [c], labels=[fail])
+            self.nested(lambda: self.block(2))
+        self.op(None, None, "commit")
+        self.in_spec -= 1
+        self.loops = saved_loops
+        committed = set(self.defined)
+        self.op(None, None, "jmp", labels=[done])
+        self.label(fail)
+        self.defined = set(before)          # an abort rolls the variables back
+        fail_falls = self.nested(lambda: self.block(3))
+        if fail_falls:
+            self.defined &= committed
+        else:
+            self.defined = committed
+        self.label(done)
+        return True
+
+    def stmt_region(self):
+        """alloc; initialise every cell; body (loads/stores in bounds); free."""
+        d = self.draw
+        elem = d(st.sampled_from(self.enabled_types()))
+        size = d(st.integers(1, 4))
+        ptype = {"ptr": elem}
+        n = self.const("int", size)
+        p = self.fresh_var(ptype)
+        self.op(p, ptype, "alloc", [n])
+        self.readonly.add(p)
+        for k in range(size):
+            self.store_at(p, elem, self.const("int", k))
+        saved_loops = self.loops
+        self.loops = []                    # no break/continue past the free
+        self.regions = self.regions + [(p, elem, size)]
+        self.nested(self.block)
+        self.regions = self.regions[:-1]
+        self.loops = saved_loops
+        if d(st.booleans()):
+            self.op(None, None, "free", [p])
+        else:
+            q = self.fresh_var(ptype)
+            self.op(q, ptype, "ptradd", [p, self.const("int", 0)])
+            self.op(None, None, "free", [q])
+        return True
+
+    def pointer_to(self, p, elem, size):
+        """A pointer to an in-bounds cell of region p, via ptradd (sometimes two steps,
+        sometimes indexed by a loop counter whose range lies inside the region)."""
+        d = self.draw
+        ptype = {"ptr": elem}
+        counters = [i for i, (lo, hi) in sorted(self.counters.items()) if lo >= 0 and hi < size]
+        if counters and d(st.booleans()):
+            off = d(st.sampled_from(counters))
+        else:
+            k = d(st.integers(0, size - 1))
+            if d(st.booleans()):
+                j = d(st.integers(-3, 3))
+                mid = self.fresh_var(ptype)
+                self.op(mid, ptype, "ptradd", [p, self.const("int", k + j)])
+                p, k = mid, -j
+            off = self.const("int", k)
+        q = self.fresh_var(ptype)
+        self.op(q, ptype, "ptradd", [p, off])
+        return q
+
+    def store_at(self, p, elem, off):
+        ptype = {"ptr": elem}
+        q = self.fresh_var(ptype)
+        self.op(q, ptype, "ptradd", [p, off])
+        self.op(None, None, "store", [q, self.operand(elem)])
+
+    def stmt_load(self):
+        p, elem, size = self.draw(st.sampled_from(self.regions))
+        q = self.pointer_to(p, elem, size)
+        self.op(self.target(elem), elem, "load", [q])
+        return True
+
+    def stmt_store(self):
+        p, elem, size = self.draw(st.sampled_from(self.regions))
+        q = self.pointer_to(p, elem, size)
+        self.op(None, None, "store", [q, self.operand(elem)])
+        return True
+
+    def callable(self):
+        return [s for s in self.callees if self.cost + self.mult * s.cost <= self.lim.budget] + (
+            [self.sig] if self.sig.recursive and self.mult == 1 and self.self_calls < 2 else [])
+
+    def stmt_call(self):
+        d = self.draw
+        callee = d(st.sampled_from(self.callable()))
+        args = []
+        for pname, ptype in callee.params:
+            if callee.recursive and pname == "depth":
+                if callee is self.sig:
+                    self.self_calls += 1
+                    arg = self.fresh_var("int")
+                    self.op(arg, "int", "sub", ["depth", self.const("int", 1)])
+                else:
+                    arg = self.const("int", d(st.integers(-1, self.lim.max_recursion)))
+            else:
+                arg = self.operand(ptype)
+            args.append(arg)
+        if callee is not self.sig:
+            self.cost += self.mult * callee.cost
+        if callee.ret is None:
+            self.op(None, None, "call", args, funcs=[callee.name])
+        else:
+            self.op(self.target(callee.ret), callee.ret, "call", args, funcs=[callee.name])
+        return True
+
+    # --- whole functions -----------------------------------------------------------
+
+    def seed(self):
+        """One defined variable of every type, so operands and returns always exist."""
+        for typ in self.enabled_types():
+            if not self.vars_of(typ):
+                self.const(typ, self.literal(typ))
+
+    def body(self):
+        self.seed()
+        if self.sig.recursive:
+            # Base case first: depth <= 0 returns without recursing.
+            self.readonly.add("depth")
+            c = self.fresh_var("bool")
+            base, rec = self.fresh_label(), self.fresh_label()
+            self.op(c, "bool", "le", ["depth", self.const("int", 0)])
+            self.op(None, None, "br", [c], labels=[base, rec])
+            self.label(base)
+            before = set(self.defined)
+            self.self_calls = 2             # no recursion from the base case
+            self.nested(lambda: self.block(2))
+            self.stmt_ret()
+            self.defined = before
+            self.self_calls = 0
+            self.label(rec)
+        # Hypothesis often draws the simplest choice; a floor keeps @main busy.
+        floor = 3 if self.is_main else 1
+        if self.block(self.lim.max_stmts + 3, floor) and (self.sig.ret is not None or self.draw(st.booleans())):
+            self.stmt_ret()
+        func = {"name": self.sig.name, "instrs": self.instrs}
+        if self.sig.params:
+            func["args"] = [{"name": n, "type": t} for n, t in self.sig.params]
+        if self.sig.ret is not None:
+            func["type"] = self.sig.ret
+        return func
+
+
+def _activation_cost(cost, sig, limits):
+    """Upper bound on a call's dynamic instructions, recursion included."""
+    if not sig.recursive:
+        return cost
+    # Up to two self-calls per activation, depth at most max_recursion.
+    return cost * (2 ** (limits.max_recursion + 2) - 1)
+
+
+def _main_argument(draw, typ, limits):
+    if typ == "int":
+        v = draw(st.one_of(st.sampled_from(INT_EDGES), st.integers(-1000, 1000)))
+        if not limits.wide_ints and abs(v) > WIDE:
+            v = v % 1000
+        return str(v)
+    if typ == "bool":
+        return draw(st.sampled_from(["true", "false"]))
+    if typ == "float":
+        v = draw(st.one_of(st.sampled_from(FLOAT_EDGES),
+                           st.floats(allow_nan=False, allow_infinity=False)))
+        return repr(v)
+    banned = "\0" if limits.cr_arguments else "\0\r"
+    return draw(st.sampled_from([c for c in CHAR_EDGES if c not in banned]))
+
+
+@dataclass
+class Case:
+    """A generated program and command-line arguments for its @main: `argv`,
+    and `alt_argv`, a second input (to trace on one input and run on another)."""
+    prog: dict
+    argv: list
+    alt_argv: list
+
+
+@st.composite
+def cases(draw, limits=DEFAULT):
+    """A random terminating program with arguments for @main."""
+    types = [t for t in BASE_TYPES
+             if (t != "float" or limits.floats) and (t != "char" or limits.chars)]
+    callees = []
+    funcs = []
+    prefix = draw(st.sampled_from(FUNC_PREFIXES))
+    for k in range(draw(st.integers(0, limits.max_helpers))):
+        recursive = draw(st.integers(0, 2)) == 2
+        params = [("depth", "int")] if recursive else []
+        params += [(f"p{j}", draw(st.sampled_from(types)))
+                   for j in range(draw(st.integers(0, 3)))]
+        ret = draw(st.one_of(st.none(), st.sampled_from(types)))
+        name = f"{prefix}{k}"
+        pick = draw(st.integers(0, 5))
+        taken = {c.name for c in callees} | {"main"}
+        if pick == 5:
+            name = draw(st.sampled_from([n for n in HOSTILE_NAMES if n not in taken]))
+        elif pick == 4 and callees and _twin(callees[-1].name) not in taken | {None}:
+            name = _twin(callees[-1].name)
+        sig = Signature(name, params, ret, 0, recursive)
+        gen = _FunctionGen(draw, limits, sig, list(callees), is_main=False)
+        funcs.append(gen.body())
+        sig.cost = _activation_cost(gen.cost + 1, sig, limits)
+        callees.append(sig)
+    params = [(f"arg{j}", draw(st.sampled_from(types))) for j in range(draw(st.integers(0, 3)))]
+    main = _FunctionGen(draw, limits, Signature("main", params, None, 0), callees, is_main=True)
+    main_func = main.body()
+    if draw(st.booleans()):
+        funcs.insert(0, main_func)
+    else:
+        funcs.append(main_func)
+    argv = [_main_argument(draw, t, limits) for _, t in params]
+    alt_argv = [_main_argument(draw, t, limits) for _, t in params]
+    return Case({"functions": funcs}, argv, alt_argv)
+
+
+def programs(limits=DEFAULT):
+    """Just the program of `cases` (for properties that do not run it)."""
+    return cases(limits).map(lambda c: c.prog)

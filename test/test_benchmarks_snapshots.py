@@ -1,0 +1,86 @@
+"""Our own benchmark programs (benchmarks/*/*.bril) and their snapshots.
+
+- The real `turnt` command runs the `brili` env of turnt.toml over every
+  program (stdout against X.out, the `total_dyn_inst` line against X.prof; a
+  program that errors, e.g. leaks memory, exits 2 and fails too), and the
+  `text` env (text -> JSON -> text round trip) over one program per folder:
+  test_text.py already round-trips all of them in process, so here it only
+  checks that the env works on our files.
+- Every program carries the metadata later tools rely on: an ARGS line, an
+  ALT-ARGS line after it, and both snapshot files in the corpus layout.
+- The ALT-ARGS inputs (no snapshots: they exist to test traces on inputs they
+  were not recorded on) run in process to completion, freeing all memory.
+"""
+
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from corpus import BENCHMARKS, ROOT, bril_files
+
+PROGRAMS = bril_files(root=BENCHMARKS)
+ONE_PER_FOLDER = sorted({p.parent: p for p in PROGRAMS}.values())
+TURNT_RUNS = {"brili": PROGRAMS, "text": ONE_PER_FOLDER}
+
+
+def _id(path):
+    return str(path.relative_to(BENCHMARKS).with_suffix(""))
+
+
+def _alt_args(path):
+    m = re.search(r"^#\s*ALT-ARGS:(.*)$", path.read_text(), re.M)
+    return m.group(1).split() if m else None
+
+
+def test_there_are_enough_programs_in_every_category():
+    categories = {p.parent.name for p in PROGRAMS}
+    assert len(PROGRAMS) >= 30
+    assert {"loops", "recursion", "memory", "float", "char", "bitcast", "spec"} <= categories
+
+
+@pytest.mark.parametrize("env", TURNT_RUNS)
+def test_turnt_env_passes_on_benchmarks(env):
+    programs = TURNT_RUNS[env]
+    config = tomllib.loads((ROOT / "turnt.toml").read_text())
+    assert env in config["envs"], f"turnt.toml has no [envs.{env}]"
+    # The console script installed next to this Python (as users run it).
+    script = Path(sys.executable).parent / "turnt"
+    turnt = [str(script) if script.exists() else shutil.which("turnt")]
+    done = subprocess.run(turnt + ["-j", "-e", env] + [str(p) for p in programs],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    report = done.stdout + done.stderr
+    passed = len(re.findall(r"^ok \d+ ", done.stdout, re.M))
+    assert done.returncode == 0, report
+    assert passed == len(programs), report
+
+
+@pytest.mark.parametrize("path", PROGRAMS, ids=_id)
+def test_program_has_args_and_snapshots(path):
+    text = path.read_text()
+    args = re.search(r"^# ARGS:(.*)$", text, re.M)
+    alt = re.search(r"^# ALT-ARGS:(.*)$", text, re.M)
+    assert args, "no `# ARGS:` line"
+    # turnt takes the first `ARGS:` it finds, and `ALT-ARGS:` contains one.
+    assert alt and alt.start() > args.start(), "need `# ALT-ARGS:` after `# ARGS:`"
+    assert alt.group(1).split() != args.group(1).split()
+    assert path.with_suffix(".out").read_text(), "empty or missing .out"
+    prof = path.with_suffix(".prof").read_text()
+    assert re.fullmatch(r"total_dyn_inst: \d+\n", prof), prof
+
+
+@pytest.mark.parametrize("path", PROGRAMS, ids=_id)
+def test_alt_args_input_runs_and_frees_memory(path):
+    from bril.interp import run_capture
+    from bril.text import parse_program
+
+    prog = parse_program(path.read_text())
+    # run_capture raises BrilError on any run-time error, including the
+    # "memory locations have not been freed" check at exit.
+    stdout, count = run_capture(prog, _alt_args(path))
+    assert stdout.strip()
+    assert count > 0

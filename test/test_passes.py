@@ -1,0 +1,266 @@
+"""Optimization passes preserve behaviour, on every corpus program, in process.
+
+For each program of the conformance benchmarks and of our own benchmarks (and,
+for the extensions and error paths, the conformance `test/interp` and
+`test/interp-error` programs), every pass alone, the SSA round trip and the
+`-O` pipeline must leave stdout, the error (message included) and, for the
+passes that promise it, a dynamic instruction count no higher than before.
+Runs use our interpreter (`bril.interp`); each original runs once (cached).
+A pass result equal to its input is not run again: its behaviour is the
+original's by construction.
+
+Small hand-written programs check what individual passes do (folding, what
+must stay, SSA shape).
+"""
+
+import copy
+import functools
+import io
+import json
+import math
+
+import pytest
+
+from bril.errors import BrilError
+from bril.interp import run
+from bril.program import check_program
+from bril.text import parse_program
+from bril.passes import registry
+from bril.passes.ssa import to_ssa, from_ssa
+from corpus import BENCHMARKS, CONFORMANCE, args_of, bril_files, case_id
+
+PROGRAMS = (bril_files("benchmarks") + bril_files(root=BENCHMARKS)
+            + bril_files("test", "interp") + bril_files("test", "interp-error"))
+
+PIPELINES = {name: [name] for name in registry.PASSES}
+PIPELINES["ssa-roundtrip"] = ["to-ssa", "from-ssa"]
+PIPELINES["-O"] = registry.O_PIPELINE
+
+# These add copies (set/get, undef) and may raise the count; all others must not.
+MAY_ADD_INSTRUCTIONS = {"to-ssa", "from-ssa", "ssa-roundtrip"}
+
+
+def _id(path):
+    if BENCHMARKS in path.parents:
+        return "ours/" + case_id(path, BENCHMARKS)
+    return case_id(path, CONFORMANCE)
+
+
+def outcome(prog, argv):
+    """(stdout, error message or None, dynamic count or None) of one run."""
+    out = io.StringIO()
+    try:
+        count = run(prog, argv, out=out)
+    except BrilError as err:
+        return out.getvalue(), str(err), None
+    return out.getvalue(), None, count
+
+
+@functools.lru_cache(maxsize=None)
+def _original(path):
+    prog = parse_program(path.read_text(encoding="utf-8"))
+    argv = args_of(path)
+    return prog, argv, outcome(prog, argv)
+
+
+def test_corpus_is_present():
+    assert len(bril_files("benchmarks")) >= 90, CONFORMANCE
+
+
+@pytest.mark.parametrize("pipeline", sorted(PIPELINES))
+@pytest.mark.parametrize("path", PROGRAMS, ids=_id)
+def test_pipeline_preserves_behaviour(path, pipeline):
+    prog, argv, expected = _original(path)
+    pristine = copy.deepcopy(prog)
+    new = registry.run_pipeline(prog, PIPELINES[pipeline])
+    assert prog == pristine, "the pass modified its input"
+    check_program(new)
+    json.dumps(new, allow_nan=False)        # only JSON-representable constants
+    got = expected if new == prog else outcome(new, argv)
+    assert got[0] == expected[0]
+    assert got[1] == expected[1]
+    if pipeline not in MAY_ADD_INSTRUCTIONS and expected[2] is not None:
+        assert got[2] <= expected[2]
+
+
+@pytest.mark.parametrize("path", PROGRAMS, ids=_id)
+def test_to_ssa_assigns_each_variable_once(path):
+    prog, _, _ = _original(path)
+    ssa = to_ssa(prog)
+    for func, orig in zip(ssa["functions"], prog["functions"]):
+        if func == orig:
+            continue                        # left alone (speculation, set/get, phi, ...)
+        dests = [i["dest"] for i in func["instrs"] if "dest" in i]
+        dests += [a["name"] for a in func.get("args", ())]
+        assert len(dests) == len(set(dests)), func["name"]
+        gets = [i["dest"] for i in func["instrs"] if i.get("op") == "get"]
+        sets = {i["args"][0] for i in func["instrs"] if i.get("op") == "set"}
+        assert sets == set(gets)
+    back = from_ssa(ssa)
+    for func, orig in zip(back["functions"], prog["functions"]):
+        if not {"set", "get"} & {i.get("op") for i in orig["instrs"]}:
+            assert not {"set", "get"} & {i.get("op") for i in func["instrs"]}, func["name"]
+
+
+# --- What the passes do, on small programs -----------------------------------------
+
+def main_of(src, pipeline):
+    """The instructions of @main after the passes, in text-like tuples."""
+    prog = parse_program(src)
+    new = registry.run_pipeline(prog, pipeline)
+    return [_short(i) for i in new["functions"][0]["instrs"]]
+
+
+def _short(instr):
+    if "op" not in instr:
+        return ("label", instr["label"])
+    parts = [instr["op"]]
+    if "dest" in instr:
+        parts.insert(0, instr["dest"])
+    if "value" in instr:
+        parts.append(instr["value"])
+    parts += instr.get("args", []) + instr.get("labels", [])
+    return tuple(parts)
+
+
+def test_lvn_folds_and_propagates_copies():
+    got = main_of("""@main(x: int) {
+      a: int = const 4; b: int = const 2; s: int = add a b;
+      c: int = id x; d: int = add c s; e: int = add s x; print d e; }""", ["lvn", "tdce"])
+    assert got == [("s", "const", 6), ("d", "add", "x", "s"), ("print", "d", "d")]
+
+
+def test_lvn_keeps_division_by_zero_and_its_error():
+    src = """@main { a: int = const 1; z: int = const 0; q: int = div a z; print a; }"""
+    got = main_of(src, registry.O_PIPELINE)
+    assert ("q", "div", "a", "z") in got
+    prog = registry.optimize(parse_program(src))
+    assert outcome(prog, [])[1] == "division by zero"
+
+
+def test_no_nan_or_infinity_constants():
+    src = """@main { z: float = const 0; n: float = fdiv z z; one: float = const 1;
+      inf: float = fdiv one z; neg: float = const -1; p: float = fmul z neg;
+      print n inf p; }"""
+    prog = registry.optimize(parse_program(src))
+    consts = {i["dest"]: i["value"] for i in prog["functions"][0]["instrs"]
+              if i.get("op") == "const"}
+    assert "n" not in consts and "inf" not in consts
+    assert consts["p"] == 0 and math.copysign(1, consts["p"]) == -1   # exactly -0.0
+    json.dumps(prog, allow_nan=False)
+    assert outcome(prog, [])[:2] == outcome(parse_program(src), [])[:2]
+
+
+def test_dead_code_that_can_fail_stays():
+    src = """@main {
+      v: any = const 4; b: bool = and v v;
+      one: int = const 1; p: ptr<int> = alloc one; x: int = load p;
+      z: int = const 0; q: int = div one z;
+      u: int = undef; w: int = add u one;
+      free p; }"""
+    got = main_of(src, ["tdce"])
+    kept = {i[0] for i in got if len(i) > 1 and i[1] != "const"}
+    assert {"b", "p", "x", "q", "w"} <= kept
+
+
+def test_dead_code_that_cannot_fail_goes():
+    got = main_of("""@main(n: int) { a: int = const 1; b: int = add n a; c: bool = lt b n;
+      d: int = id b; nop; print n; }""", ["tdce"])
+    assert got == [("print", "n")]
+
+
+def test_constprop_folds_branches_across_blocks():
+    got = main_of("""@main {
+      x: int = const 3; y: int = const 4;
+      c: bool = lt x y; br c .yes .no;
+    .yes: s: int = add x y; print s; jmp .end;
+    .no: print x;
+    .end: ret; }""", ["constprop", "tdce", "cfgclean"])
+    assert ("s", "const", 7) in got
+    assert not any(i[0] in ("br", "jmp") for i in got)
+    assert ("print", "x") not in got
+
+
+def test_cfgclean_rotates_loops_and_saves_jumps():
+    src = """@main(n: int) { i: int = const 0; one: int = const 1;
+    .head: c: bool = lt i n; br c .body .done;
+    .body: i: int = add i one; jmp .head;
+    .done: print i; }"""
+    before = outcome(parse_program(src), ["10"])
+    after = outcome(registry.run_pipeline(parse_program(src), ["cfgclean"]), ["10"])
+    assert after[:2] == before[:2]
+    assert after[2] == before[2] - 10           # one `jmp` fewer per iteration
+
+
+def test_licm_hoists_invariant_code_only():
+    # cfgclean first rotates the loop: then the body runs at least once per
+    # entry, so hoisting cannot add executed instructions.
+    src = """@main(n: int, k: int) { i: int = const 0; s: int = const 0;
+    .head: c: bool = lt i n; br c .body .done;
+    .body: one: int = const 1; t: int = mul k k; z: int = const 0; q: int = div k z;
+      s: int = add s t; i: int = add i one; jmp .head;
+    .done: print s; }"""
+    got = main_of(src, ["cfgclean", "licm"])
+    body = got[got.index(("label", "body")):]
+    assert ("one", "const", 1) not in body and ("t", "mul", "k", "k") not in body
+    assert ("one", "const", 1) in got and ("t", "mul", "k", "k") in got
+    assert ("q", "div", "k", "z") in body        # may fail: stays in the loop
+    prog = registry.run_pipeline(parse_program(src), ["cfgclean", "licm"])
+    for argv in (["0", "3"], ["2", "3"]):
+        assert outcome(prog, argv)[:2] == outcome(parse_program(src), argv)[:2]
+
+
+def test_licm_does_not_hoist_from_blocks_that_may_not_run():
+    src = """@main(n: int, k: int) { i: int = const 0;
+    .head: c: bool = lt i n; br c .body .done;
+    .body: t: int = mul k k; one: int = const 1; i: int = add i one; jmp .head;
+    .done: print i; }"""
+    assert main_of(src, ["licm"]) == main_of(src, [])
+
+
+def test_inline_renames_and_removes_the_call():
+    src = """@main { x: int = const 5; y: int = call @sq x; print y x; }
+    @sq(x: int): int { r: int = mul x x; ret r; }"""
+    prog = registry.run_pipeline(parse_program(src), ["inline"])
+    main = [_short(i) for i in prog["functions"][0]["instrs"]]
+    assert not any(i[0] == "call" for i in main)
+    assert ("y", "mul", "x", "x") in main
+    assert outcome(prog, []) == ("25 5\n", None, 3)
+
+
+def test_inline_keeps_calls_whose_checks_could_fail():
+    src = """@main { x: int = const 1; call @f x; v: int = call @g; print v; }
+    @f(b: bool) { print b; }
+    @g: int { ret; }"""
+    prog = registry.run_pipeline(parse_program(src), ["inline"])
+    assert prog == parse_program(src)
+
+
+def test_ssa_round_trip_handles_the_swap_problem():
+    src = """@main { i: int = const 3; one: int = const 1; zero: int = const 0;
+      x0: int = const 0; y0: int = const 1; set x x0; set y y0;
+    .loop: x: int = get; y: int = get; print x y;
+      c: bool = gt i zero; i: int = sub i one;
+      set x y; set y x; br c .loop .end;
+    .end: }"""
+    back = from_ssa(parse_program(src))
+    ops = {i.get("op") for i in back["functions"][0]["instrs"]}
+    assert not {"set", "get"} & ops
+    assert outcome(back, [])[:2] == outcome(parse_program(src), [])[:2]
+
+
+def test_functions_with_speculation_are_left_alone():
+    src = """@main { v: int = const 4; speculate; v: int = const 2;
+      b: bool = const false; guard b .failed; commit; print v; ret;
+    .failed: print v; }"""
+    prog = parse_program(src)
+    for name in registry.PASSES:
+        assert registry.run_pipeline(prog, [name]) == prog, name
+
+
+def test_passes_keep_unknown_fields():
+    prog = parse_program("@main { a: int = const 1; b: int = add a a; print b; }")
+    for instr in prog["functions"][0]["instrs"]:
+        instr["note"] = "kept"
+    new = registry.run_pipeline(prog, ["lvn"])
+    assert all(i.get("note") == "kept" for i in new["functions"][0]["instrs"])

@@ -1,0 +1,255 @@
+"""Property tests: programs nobody wrote (see README, "Property testing").
+
+Random well-formed, terminating programs (`strategies.py`) must
+  1. survive the text format: parse(format(p)) == p, and the commands agree;
+  2. run the same on every engine as on the deliberately simple interpreter
+     (`simple_interp.py`): stdout, error or not (and the message), `-p` count;
+  3. run the same after every pass alone, after `-O`, and after random
+     pipelines of passes: stdout and error behaviour.
+Kept failing examples live in `test/regressions/`; `test_regression` runs
+every property on each of them.
+
+Adding an engine or a transformation is one line in ENGINES or
+TRANSFORMATIONS.  Example counts come from a settings profile chosen by
+BRIL_PROPERTY_PROFILE: "ci" (default: fixed examples, seconds) or "long"
+(thousands of random examples, failures saved in .hypothesis/).
+"""
+
+import copy
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import note as _hypothesis_note
+from hypothesis.errors import InvalidArgument
+
+import simple_interp
+import strategies
+from corpus import args_of
+from bril.errors import BrilError
+from bril.program import check_program
+from bril.text import format_program, parse_program
+
+REGRESSIONS = Path(__file__).resolve().parent / "regressions"
+
+# --- settings profiles --------------------------------------------------------------
+
+_COMMON = dict(deadline=None,
+               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                      HealthCheck.large_base_example])
+PROFILES = {
+    # Fixed examples (derandomized) so CI is reproducible; `scale` multiplies
+    # each test's base example count.
+    "ci": dict(scale=1, derandomize=True, database=None, print_blob=True),
+    # Random examples; failures are replayed from .hypothesis/ on the next run.
+    "long": dict(scale=25, print_blob=True),
+}
+PROFILE = os.environ.get("BRIL_PROPERTY_PROFILE", "ci")
+if PROFILE not in PROFILES:
+    raise ValueError(f"BRIL_PROPERTY_PROFILE must be one of {sorted(PROFILES)}, not {PROFILE!r}")
+
+
+def examples(base):
+    """Settings for a property with `base` examples in CI (scaled by the profile)."""
+    options = dict(PROFILES[PROFILE])
+    scale = options.pop("scale")
+    return settings(max_examples=base * scale, **_COMMON, **options)
+
+
+# --- engines ------------------------------------------------------------------------
+
+def _outcome(run_fn):
+    """Run an engine that writes to `out` and returns the count, raising BrilError."""
+    out = io.StringIO()
+    try:
+        count = run_fn(out)
+    except BrilError as err:
+        return simple_interp.Outcome(out.getvalue(), str(err), None)
+    return simple_interp.Outcome(out.getvalue(), None, count)
+
+
+def _brili(prog, argv):
+    from bril.interp import run
+    return _outcome(lambda out: run(prog, list(argv), out=out))
+
+
+# Every engine must agree with simple_interp.run on every generated program.
+# One line per engine: name -> fn(prog, argv) -> simple_interp.Outcome.
+# (Issue plan: add `brili --jit` here when it exists.)
+ENGINES = {
+    "brili": _brili,
+}
+
+# "Trace on one input, run on another": record a trace of `prog` on
+# `case.argv`, splice it in, then run the result on `case.alt_argv`; it must
+# agree with simple_interp.run(prog, case.alt_argv).  One line per tracer:
+# name -> fn(prog, record_argv, run_argv) -> simple_interp.Outcome.
+# Empty until `brili --trace` exists (a property over an empty list would only
+# be a skipped test).
+TRACE_ENGINES = {}
+
+
+# --- transformations ----------------------------------------------------------------
+
+def _registry():
+    from bril.passes import registry
+    return registry
+
+
+def _transformations():
+    """Every registered pass alone, and the -O pipeline: name -> fn(prog) -> prog."""
+    reg = _registry()
+    table = {name: p.run for name, p in reg.PASSES.items()}
+    table["-O"] = reg.optimize
+    return table
+
+
+# One line per transformation: name -> fn(prog) -> prog (must preserve stdout
+# and error behaviour).  Every registered pass is included automatically.
+TRANSFORMATIONS = _transformations()
+
+
+# --- the checks shared by the properties and the regression files -------------------
+
+def note(text):
+    """Hypothesis' note inside a property; nothing in a plain test (pytest shows the assert)."""
+    try:
+        _hypothesis_note(text)
+    except InvalidArgument:
+        pass
+
+
+def show(prog, argv):
+    """Put the failing program in Hypothesis' report, as text when possible."""
+    try:
+        note("program:\n" + format_program(prog))
+    except Exception:                       # the formatter may be what is broken
+        note("program (JSON): " + json.dumps(prog))
+    note(f"argv: {argv!r}")
+
+
+def check_round_trip(prog):
+    text = format_program(prog)
+    note("text:\n" + text)
+    assert parse_program(text) == prog
+
+
+def check_engine(engine, prog, argv, expected):
+    pristine = copy.deepcopy(prog)
+    got = ENGINES[engine](prog, argv)
+    assert prog == pristine, f"{engine} modified its input program"
+    assert got.stdout == expected.stdout
+    assert got.error == expected.error
+    assert got.count == expected.count
+
+
+def check_transformation(name, prog, argv, expected, transform=None):
+    """The transformed program prints the same and fails the same way; and the
+    engines agree with the simple interpreter on it too (pass output has shapes
+    generated programs lack: shadow variables, undef, threaded jumps)."""
+    pristine = copy.deepcopy(prog)
+    new = (transform or TRANSFORMATIONS[name])(prog)
+    assert prog == pristine, f"{name} modified its input program"
+    check_program(new)
+    note(f"after {name}:\n" + format_program(new))
+    got = simple_interp.run(new, argv)
+    assert got.stdout == expected.stdout
+    assert got.error == expected.error
+    for engine in ENGINES:
+        check_engine(engine, new, argv, got)
+
+
+# --- 1. text round trip -------------------------------------------------------------
+
+@examples(200)
+@given(strategies.programs())
+def test_text_round_trip(prog):
+    check_round_trip(prog)
+
+
+def _tool(name, stdin, *args):
+    """Run an installed command (from this Python's environment)."""
+    exe = Path(sys.executable).with_name(name)
+    return subprocess.run([str(exe) if exe.exists() else name, *args],
+                          input=stdin, capture_output=True, timeout=60)
+
+
+@settings(max_examples=4, **_COMMON, derandomize=True, database=None)
+@given(strategies.programs(strategies.Limits(max_helpers=1, max_stmts=3)))
+def test_text_commands_agree_with_api(prog):
+    """bril2txt and bril2json (the commands) agree with format/parse (the API)."""
+    data = json.dumps(prog).encode()
+    txt = _tool("bril2txt", data)
+    assert txt.returncode == 0, txt.stderr
+    assert txt.stdout.decode("utf-8") == format_program(prog)
+    back = _tool("bril2json", txt.stdout)
+    assert back.returncode == 0, back.stderr
+    assert json.loads(back.stdout) == prog
+
+
+# --- 2. engines agree with the simple interpreter -----------------------------------
+
+@pytest.mark.parametrize("engine", sorted(ENGINES))
+@examples(150)
+@given(case=strategies.cases())
+def test_engine_agrees_with_simple_interpreter(engine, case):
+    show(case.prog, case.argv)
+    expected = simple_interp.run(case.prog, case.argv)
+    note(f"expected: {expected}")
+    check_engine(engine, case.prog, case.argv, expected)
+
+
+# --- 3. passes preserve behaviour ---------------------------------------------------
+
+@pytest.mark.parametrize("name", sorted(TRANSFORMATIONS))
+@examples(60)
+@given(case=strategies.cases())
+def test_transformation_preserves_behaviour(name, case):
+    show(case.prog, case.argv)
+    check_transformation(name, case.prog, case.argv, simple_interp.run(case.prog, case.argv))
+
+
+@examples(60)
+@given(case=strategies.cases(), data=st.data())
+def test_pass_pipelines_preserve_behaviour(case, data):
+    """Passes composed in random orders, repeats included."""
+    names = data.draw(st.lists(st.sampled_from(sorted(_registry().PASSES)),
+                               min_size=2, max_size=5), label="pipeline")
+    show(case.prog, case.argv)
+    check_transformation(" ".join(names), case.prog, case.argv,
+                         simple_interp.run(case.prog, case.argv),
+                         transform=lambda p: _registry().run_pipeline(p, names))
+
+
+# --- kept failing examples ----------------------------------------------------------
+
+def _regression_files():
+    return sorted(p for p in REGRESSIONS.glob("*") if p.suffix in (".bril", ".json"))
+
+
+def load_regression(path):
+    """(program, argv) of a kept example: `# ARGS:` in .bril files, and for a
+    .json program an optional NAME.argv.json holding the argument list."""
+    if path.suffix == ".bril":
+        return parse_program(path.read_text(encoding="utf-8")), args_of(path)
+    argv_file = path.with_name(path.stem + ".argv.json")
+    argv = json.loads(argv_file.read_text()) if argv_file.exists() else []
+    return json.loads(path.read_text(encoding="utf-8")), argv
+
+
+@pytest.mark.parametrize("path", [p for p in _regression_files()
+                                  if not p.name.endswith(".argv.json")],
+                         ids=lambda p: p.name)
+def test_regression(path):
+    prog, argv = load_regression(path)
+    check_round_trip(prog)
+    expected = simple_interp.run(prog, argv)
+    for engine in ENGINES:
+        check_engine(engine, prog, argv, expected)
+    for name in TRANSFORMATIONS:
+        check_transformation(name, prog, argv, expected)
