@@ -170,11 +170,15 @@ class CFG:
         return set(self.blocks)
 
     def add_block(self, block, before=None):
-        """Insert a block in the layout (at the end, or before block `before`)."""
+        """Insert a block in the layout (at the end, or before block `before`);
+        its outgoing edges are added."""
         items = list(self.blocks.items())
         pos = len(items) if before is None else [n for n, _ in items].index(before)
         items.insert(pos, (block.name, block))
         self.blocks = dict(items)
+        self.preds.setdefault(block.name, [])
+        self.succs[block.name] = []
+        self.refresh_edges(block.name)
 
     def remove_block(self, name):
         del self.blocks[name]
@@ -284,23 +288,29 @@ class CFG:
         return [n for n, b in self.blocks.items() if b.returns]
 
 
-def back_edges(cfg, dom=None):
-    """Edges (tail, head) whose head dominates their tail (reachable blocks only)."""
+def _dominance(cfg, dom):
     if dom is None:
-        from .dominance import dominators
-        dom = dominators(cfg)
-    return [(t, h) for t in dom for h in cfg.succs[t] if h in dom[t]]
+        from .dominance import Dominance
+        dom = Dominance(cfg)
+    return dom
+
+
+def back_edges(cfg, dom=None):
+    """Edges (tail, head) whose head dominates their tail (reachable blocks only).
+
+    dom: a `bril.dominance.Dominance` of the CFG (made if not given)."""
+    dom = _dominance(cfg, dom)
+    return [(t, h) for t in cfg.blocks if dom.reachable(t)
+            for h in cfg.succs[t] if dom.dominates(h, t)]
 
 
 def is_reducible(cfg, dom=None):
     """True if every retreating edge of a depth-first search is a back edge."""
-    if dom is None:
-        from .dominance import dominators
-        dom = dominators(cfg)
+    dom = _dominance(cfg, dom)
     rpo = {n: i for i, n in enumerate(cfg.reverse_postorder())}
     for t in rpo:
         for h in cfg.succs[t]:
-            if rpo[h] <= rpo[t] and h not in dom[t]:
+            if rpo[h] <= rpo[t] and not dom.dominates(h, t):
                 return False
     return True
 
@@ -320,9 +330,7 @@ def natural_loops(cfg, dom=None):
     """Natural loops, one per header (back edges to one header share a loop).
 
     Sorted innermost first (by body size), so passes can work inside out."""
-    if dom is None:
-        from .dominance import dominators
-        dom = dominators(cfg)
+    dom = _dominance(cfg, dom)
     loops = {}
     for tail, head in back_edges(cfg, dom):
         loop = loops.setdefault(head, Loop(head, {head}))
@@ -332,5 +340,5 @@ def natural_loops(cfg, dom=None):
             n = stack.pop()
             if n not in loop.body:
                 loop.body.add(n)
-                stack.extend(p for p in cfg.preds[n] if p in dom)
+                stack.extend(p for p in cfg.preds[n] if dom.reachable(p))
     return sorted(loops.values(), key=lambda l: len(l.body))

@@ -3,56 +3,70 @@
 Shape of the generated function (dump it with `BRIL_DUMP_PY=1` or
 `brili --dump-py`):
 
-    def F0_main(v_n):                   # Bril variables are Python locals
-        global _N
-        _n = 0                          # instructions executed in this activation
-        ...entry block...               # runs once, before the dispatch loop
+    def F1_loop(v_n, v_p):              # Bril variables are Python locals
+        global _N                       # the program's instruction count
+        if v_p[2].accepts != 1: ...     # (pointer parameters: see "variants")
+        v_i = 0                         # the entry block runs once, before the
+        _n = 3                          # dispatch loop, its count a constant
+        _b = 1
         while True:                     # the dispatch loop over basic blocks
-            if _b == 3:                 # a block, guarded by the block id `_b`
-                _n += 4                 # one count per block (exact for -p)
-                ...
-            if _b == 5:                 # a natural loop: its own `while True`
+            if _b == 1:                 # a natural loop: its own `while True`
                 while True:
-                    ...header...        # entered by `continue`, no dispatch test
+                    ...header...        # entered by `continue`: no dispatch test
                     ...body...          # single-predecessor blocks are inlined
+                    _n += 7             # the count of the whole inlined path
                     continue            # back edge
-            ...
+            if _b == 4:                 # a block reached from several places
+                _N += _n + 1
+                return v_s
 
 Basic blocks start at labels and after `jmp`/`br`/`ret`/`guard` (the same
-boundaries as `bril.cfg`), so a `guard` that aborts leaves the count exact.
-Blocks are laid out in reverse post-order with every natural loop contiguous;
-a forward jump sets `_b` and falls down the chain of guarded blocks, a back
-edge to a loop header is a bare `continue`, a loop exit is `break`.  A block
-with a single predecessor is inlined at the end of that predecessor (no
-dispatch test; its count is merged when the transfer is unconditional).
+boundaries as `bril.cfg`).  Blocks are laid out in reverse post-order with
+every natural loop contiguous; a forward jump sets `_b` and falls down the
+chain of guarded blocks, a back edge to a loop header is a bare `continue`, a
+loop exit is `break`.  A block with a single predecessor is inlined into it
+(no dispatch test).  Counting for `-p` is exact and cheap: the instructions
+of a path of inlined blocks are added to `_n` once, where the path leaves
+(`_n += 7` before the `continue`); an aborting `guard` ends a block, so its
+path is counted up to the guard.  `_n` goes into the global `_N` at return.
 
 Op semantics come from `bril.ops` templates (integer wrap-around is inlined as
-a range test around the template's inner expression); memory access comes
-from `bril.heap` templates.  Types come from `bril.typecheck`: an operand
-whose kind is certain is used directly; any other operand is wrapped in a
-checking helper that raises the reference's message (`add argument 0 must be
-a int`) if, and only if, it executes with a wrong kind.
+a range test around the template's inner expression, one-sided or dropped
+where `bril.typecheck` bounds the operands); memory access comes from
+`bril.heap` templates.  Types come from `bril.typecheck`: an operand whose
+kind is certain is used directly; any other operand is wrapped in a checking
+helper that raises the reference's message (`add argument 0 must be a int`)
+if, and only if, it executes with a wrong kind.  Calls to small loop-free
+functions are replaced by the callee's code.
 
 Undefined variables cost nothing: reading an unassigned local raises
 UnboundLocalError, which the engine maps back to `undefined variable NAME`
-through the reversible name mangling (`v_` + escaped name; shadow variables
-of ssa2 `set`/`get` are `s_` + escaped name).
+through the reversible name mangling (`v_` + escaped name; `w<site>_` for the
+variables of an inlined callee; shadow variables of ssa2 are `s_`).
 
-Hooks for the tracer and a native engine (not used by `brili` itself):
+Variants of a function (`FunctionCode`):
 
-* `FunctionCode.blocks` lists the basic blocks in layout order.  Each `Block`
-  has its id (`lid`, the value of `_b`), its label (or None), its
-  instructions, the index of its first instruction in the function's `instrs`,
-  its successor block ids, and `size` (instructions counted by `-p`).
-  `block_vars(lid)` gives the variables (and their inferred kinds) at entry.
-* `FunctionCode.entry_source()` generates a second function,
-  `<name>__entry(_b, _vars)`, that starts at block `_b` with the variables in
-  the dict `_vars` (unset ones stay undefined) and otherwise runs like the
-  normal one: every block keeps its dispatch test there, so it can be entered
-  anywhere.  The normal function is not slowed by this.  A native engine that
-  leaves compiled code at block k with some state resumes the interpreter with
-  exactly this call; a recorder would generate a variant whose block prologue
-  also appends `lid` to a path list (the place is `_block_prologue`).
+* `source()`: the normal function `F<i>_<name>(params)`.  It assumes each
+  parameter declared `ptr<K>` (K primitive) points into a region of K, tests
+  that on entry, and otherwise calls `generic_source()`'s variant (compiled
+  on first use), which assumes nothing.
+* `entry_source()`: `F<i>_<name>__entry(_b, _vars)` starts at block `_b`
+  (a layout id) with the variables in the dict `_vars` (unset ones stay
+  undefined), every block keeping its dispatch test so that it can be entered
+  anywhere; generic typing (the values are assumed to have the kinds
+  `block_vars` reports).  This is how a native engine that leaves compiled
+  code at a block resumes the interpreter, and how a loop header can be
+  entered with a given state; the normal function is not slowed by it.
+* `record_source()`: reports function entries, blocks and returns to a
+  trace recorder (used by `brili --trace`).
+
+Data for a tracer or a native engine: `FunctionCode.blocks` lists the basic
+blocks in layout order; each `Block` has `lid` (its layout id, the value of
+`_b`), `index` (source order; `blocks_by_index[index]`), `label`, `instrs`,
+`first_index` (of its first instruction in the function's `instrs`), `succs`
+(successor indices), `abort_succ` (a guard's abort target), `size`
+(instructions counted by `-p`).  `block_vars(lid)` gives the variables and
+their inferred kinds at entry; `loops` the natural loops (header, body).
 """
 
 import math
@@ -77,7 +91,6 @@ INLINE_MAX_BLOCKS = 8
 INLINE_MAX_DEPTH = 2
 INLINE_BUDGET = 300
 
-TERMINATORS = ("jmp", "br", "ret")
 BLOCK_ENDERS = ("jmp", "br", "ret", "guard")
 
 # Argument counts the reference checks before running an op ("add takes 2 argument(s); got 3").
@@ -396,7 +409,8 @@ def layout(blocks):
 # --- the compiler -----------------------------------------------------------------------
 
 class _Lines:
-    """Generated lines with indentation; count lines can be patched after emission."""
+    """Generated lines as [indent, text] lists, so that a line can be patched or
+    dropped after the fact (a loop header's dispatch test)."""
 
     def __init__(self):
         self.lines = []         # [indent, text] (lists, so they can be patched)
@@ -448,14 +462,14 @@ class FunctionCode:
         self.label_ids = {}
         self._sources = {}
         self._inlinable = None
+        self._cfg_names = None
 
     def _assumable_params(self):
         """[(param, element kind)] worth assuming: only if the function accesses memory."""
         if not any(i["op"] in ("load", "store") for b in self.blocks_by_index
                    for i in b.instrs):
             return []
-        names = [p for p in self.params]
-        if len(set(names)) != len(names):
+        if len(set(self.params)) != len(self.params):
             return []
         out = []
         for p in self.func.get("args") or []:
@@ -477,6 +491,8 @@ class FunctionCode:
     def _check_inlinable(self):
         blocks = self.blocks
         if self.loops or len(blocks) > INLINE_MAX_BLOCKS or len(set(self.params)) != len(self.params):
+            return False
+        if not self.generic_types.precise:
             return False
         preds = {}
         for b in blocks:
@@ -521,6 +537,27 @@ class FunctionCode:
         """`pyname__entry(_b, _vars)`: start at block `_b` with the variables in `_vars`."""
         return self._source("entry")
 
+    def record_source(self):
+        """`pyname__record(params...)`: the generic variant reporting to a trace
+        recorder: `_RE(function)` on entry, `_RB(function, block)` at every basic
+        block (named as `bril.cfg.CFG` names it), `_RL()` on return.  Calls go to
+        the callees' record variants and are never inlined."""
+        return self._source("record")
+
+    @property
+    def cfg_names(self):
+        """{index of a block's first instruction (its label if any): CFG block name}."""
+        if self._cfg_names is None:
+            from .cfg import CFG
+            cfg = CFG.from_function(self.func)
+            where = {id(ins): i for i, ins in enumerate(self.func.get("instrs") or [])}
+            self._cfg_names = {}
+            for name, blk in cfg.blocks.items():
+                first = blk.label if blk.label is not None else (blk.instrs[0] if blk.instrs else None)
+                if first is not None and id(first) in where:
+                    self._cfg_names[where[id(first)]] = name
+        return self._cfg_names
+
     def _source(self, variant):
         src = self._sources.get(variant)
         if src is None:
@@ -541,6 +578,7 @@ class _Emitter:
         self.fc = fc
         self.variant = variant
         self.entry = variant == "entry"
+        self.record = variant == "record"
         self.types = fc.types if variant == "normal" else fc.generic_types
         # (an inlined copy runs on whatever regions the caller passes: generic typing)
         self.out = out if out is not None else _Lines()
@@ -589,11 +627,15 @@ class _Emitter:
         params.reverse()
         if self.entry:
             o.add(0, f"def {fc.pyname}__entry(_b, _vars):")
+        elif self.record:
+            o.add(0, f"def {fc.pyname}__record({', '.join(params)}):")
         elif self.variant == "generic":
             o.add(0, f"def {fc.pyname}__generic({', '.join(params)}):")
         else:
             o.add(0, f"def {fc.pyname}({', '.join(params)}):")
         o.add(1, "global _N")
+        if self.record:
+            o.add(1, f"_RE({fc.name!r})")
         if self.variant == "normal" and fc.assumed_regions:
             test = " or ".join(heapmod.region_kind_mismatch(var_name(p), k)
                                for p, k in fc.assumed_regions)
@@ -686,6 +728,8 @@ class _Emitter:
         self.emitted.add(b.index)
         self.cached_ptr = None
         fc = self.fc
+        if self.record and b.first_index in fc.cfg_names:
+            o.add(ind, f"_RB({fc.name!r}, {fc.cfg_names[b.first_index]!r})")
         if fc.has_phi and b.label is not None:
             lid = fc.label_ids.setdefault(b.label, len(fc.label_ids))
             o.add(ind, f"_pl = _lb; _lb = {lid}")
@@ -734,6 +778,10 @@ class _Emitter:
         region, src, prefix = ctx
         if self.can_inline(t, region, ind):
             return "inline"
+        if self.inline_result is not None:
+            # An inlined callee is tree-shaped: it has no other transfers (and may
+            # not touch the caller's `_n`).
+            raise AssertionError(f"cannot inline @{self.fc.name}")
         if prefix:
             return "fall"
         tb = self.fc.blocks_by_index[t]
@@ -911,6 +959,8 @@ class _Emitter:
                 o.add(ind, f"_N += {pending}")
         else:
             o.add(ind, f"_N += _n + {pending}" if pending else "_N += _n")
+        if self.record:
+            o.add(ind, "_RL()")
         o.add(ind, f"return {value}")
 
     def emit_ret(self, instr, ind, pending, prefix):
@@ -1092,7 +1142,8 @@ class _Emitter:
         if self.should_inline(callee):
             call = self.emit_inlined(callee, exprs, ind)
         else:
-            call = f"{callee.pyname}({', '.join(exprs)})"
+            suffix = "__record" if self.record else ""
+            call = f"{callee.pyname}{suffix}({', '.join(exprs)})"
         ftype = cfunc.get("type")
         returns = callee.returns
         dest = instr.get("dest")
@@ -1131,7 +1182,7 @@ class _Emitter:
     def should_inline(self, callee):
         """Inline small loop-free callees, two levels deep at most, never a function
         into itself (unrolling recursion measured no faster)."""
-        if self.entry or self.depth >= INLINE_MAX_DEPTH or not callee.inlinable:
+        if self.entry or self.record or self.depth >= INLINE_MAX_DEPTH or not callee.inlinable:
             return False
         if callee.index in self.chain:
             return False

@@ -73,6 +73,38 @@ def dominance_frontier(cfg, idom=None):
     return df
 
 
+class Dominance:
+    """Dominance of one CFG with constant-time queries (dominator-tree intervals),
+    for large functions where the sets of `dominators` would grow quadratically."""
+
+    def __init__(self, cfg):
+        self.idom = immediate_dominators(cfg)
+        self.tree = dominator_tree(cfg, self.idom)
+        self.pre, self.post = {}, {}
+        clock = 0
+        stack = [(cfg.entry, iter(self.tree[cfg.entry]))]
+        self.pre[cfg.entry] = clock
+        while stack:
+            node, children = stack[-1]
+            child = next(children, None)
+            clock += 1
+            if child is None:
+                self.post[node] = clock
+                stack.pop()
+            else:
+                self.pre[child] = clock
+                stack.append((child, iter(self.tree[child])))
+
+    def reachable(self, n):
+        return n in self.idom
+
+    def dominates(self, a, b):
+        """True if a dominates b (both reachable)."""
+        pa, pb = self.pre.get(a), self.pre.get(b)
+        return (pa is not None and pb is not None
+                and pa <= pb and self.post[b] <= self.post[a])
+
+
 def dominates(dom, a, b):
     """True if block a dominates block b (dom from `dominators`)."""
     return a in dom.get(b, ())

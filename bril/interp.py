@@ -172,9 +172,9 @@ class CompiledProgram:
             fc = self.codes[index] = codegen.FunctionCode(index, self.linked.functions[index], self)
         return fc
 
-    def prepare(self, root_index):
+    def prepare(self, root_index, record=False):
         """Type-check every function reachable from root_index, then generate and
-        compile their code."""
+        compile their code (their recording variants if `record`)."""
         todo = [root_index]
         seen = {root_index}
         while todo:
@@ -190,7 +190,7 @@ class CompiledProgram:
         sources = []
         for index in sorted(self.codes):
             fc = self.codes[index]
-            src = fc.source()
+            src = fc.record_source() if record else fc.source()
             sources.append(src)
             code = compile(src, f"<bril @{fc.name}>", "exec")
             exec(code, self.ns)
@@ -209,10 +209,11 @@ class CompiledProgram:
 
 
 def _dump(text, where):
+    """BRIL_DUMP_PY=1 (or - or stderr): to stderr; otherwise appended to that file."""
     if where in ("1", "-", "stderr"):
         sys.stderr.write(text)
     else:
-        with open(where, "w") as fh:
+        with open(where, "a") as fh:
             fh.write(text)
 
 
@@ -245,6 +246,8 @@ def _translate(exc):
         return BrilError(f"recursion too deep (more than {MAX_CALL_DEPTH} nested calls)")
     if isinstance(exc, MemoryError):
         return BrilError("out of memory")
+    if isinstance(exc, OSError):
+        return BrilError(f"cannot write the output: {exc.strerror or exc}")
     return BrilError(f"internal error: {type(exc).__name__}: {exc}")
 
 
@@ -263,7 +266,9 @@ def _call_in_big_thread(fn):
     try:
         sys.setrecursionlimit(MAX_CALL_DEPTH + 200)
         threading.stack_size(THREAD_STACK)
-        t = threading.Thread(target=target, name="bril-main")
+        # A daemon thread, so that Ctrl-C (delivered to the main thread) ends
+        # the process even if the program loops forever.
+        t = threading.Thread(target=target, name="bril-main", daemon=True)
         t.start()
         t.join()
     finally:
@@ -274,16 +279,26 @@ def _call_in_big_thread(fn):
     return result.get("value")
 
 
-def run(prog, argv=(), *, out=None, base_dir=None, lib_dirs=(), filename=None):
-    """Run @main of prog with string arguments; return the dynamic instruction count."""
+def run(prog, argv=(), *, out=None, base_dir=None, lib_dirs=(), filename=None,
+        recorder=None):
+    """Run @main of prog with string arguments; return the dynamic instruction count.
+
+    With a `recorder` (a `bril.trace_record.Recorder`), the functions run in
+    their recording variants, reporting function entries, basic blocks and
+    returns to it (slower; used by `brili --trace`)."""
     out = out if out is not None else sys.stdout
     compiled, main = compile_program(prog, out=out, base_dir=base_dir, lib_dirs=lib_dirs,
                                      filename=filename)
     mfunc = compiled.linked.functions[main]
     values = parse_main_args(mfunc.get("args") or [], list(argv))
     try:
-        compiled.prepare(main)
-        if any(v is MISSING for v in values):
+        if recorder is not None:
+            compiled.ns.update(_RE=recorder.enter, _RB=recorder.block, _RL=recorder.leave)
+        compiled.prepare(main, record=recorder is not None)
+        if recorder is not None and not any(v is MISSING for v in values):
+            fn = compiled.ns[compiled.codes[main].pyname + "__record"]
+            call = lambda: fn(*values)       # noqa: E731
+        elif any(v is MISSING for v in values):
             # Parameters of types the reference does not parse stay unset.
             entry = compiled.entry_function(main)
             names = [p["name"] for p in mfunc.get("args") or []]
@@ -294,9 +309,9 @@ def run(prog, argv=(), *, out=None, base_dir=None, lib_dirs=(), filename=None):
             call = lambda: fn(*values)       # noqa: E731
         try:
             _call_in_big_thread(call)
+        except (KeyboardInterrupt, BrokenPipeError):
+            raise                       # the command's business (exit quietly)
         except BaseException as e:
-            if isinstance(e, KeyboardInterrupt):
-                raise
             raise _translate(e) from None
         if compiled.heap.leaked():
             raise BrilError("Some memory locations have not been freed by end of execution.")
@@ -305,6 +320,11 @@ def run(prog, argv=(), *, out=None, base_dir=None, lib_dirs=(), filename=None):
         flush = getattr(out, "flush", None)
         if flush is not None:
             flush()
+
+
+def run_recording(prog, argv, out, recorder):
+    """Run prog reporting to `recorder` (see `run`); returns the dynamic count."""
+    return run(prog, argv, out=out, recorder=recorder)
 
 
 def run_capture(prog, argv=()):

@@ -111,4 +111,6 @@ def load_program(text):
         raise BrilError(f"{e.lineno}:{e.colno}: invalid JSON: {e.msg}")
     except RecursionError:
         raise BrilError("invalid JSON: nested too deeply")
+    except ValueError as e:         # e.g. an integer literal with thousands of digits
+        raise BrilError(f"invalid JSON: {e}")
     return check_program(prog)

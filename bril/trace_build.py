@@ -70,6 +70,8 @@ class Replayer:
         self.max_callee_instrs = max_callee_instrs
         self.max_len = max_len
         self.fresh = 0
+        self.stack = []             # ids of the call instructions being inlined
+        self.prefixes = {}          # call chain -> renaming prefix
 
     def info(self, name):
         inf = self.infos.get(name)
@@ -213,6 +215,7 @@ class Replayer:
     def _inline(self, call, callee, rn, depth, site):
         f = self.funcs[callee]
         ren = {}
+        self.stack.append(id(call))
         pref = self._prefix(callee)
         for p, a in zip(f.get("args") or [], call.get("args") or []):
             ren[p["name"]] = pref + p["name"]
@@ -220,6 +223,7 @@ class Replayer:
                                   "args": [rn(a)]}, site, depth + 1))
         self.inlined += 1
         res = self._run(callee, self.info(callee).cfg.entry, ren, pref, depth + 1, site, emit=True)
+        self.stack.pop()
         if res is None:
             raise NotTraceable("path ends in a callee")
         val = res[1]
@@ -230,11 +234,19 @@ class Replayer:
                                   "args": [val]}, site, depth))
 
     def _prefix(self, fname):
-        """A fresh renaming prefix for one inlined frame of `fname`."""
+        """The renaming prefix of an inlined frame.  It depends only on the chain
+        of call instructions that led to it, so unrolled iterations reuse the
+        same names (one copy's variables are dead when the next copy starts):
+        fewer variables for the speculation snapshots."""
+        key = tuple(self.stack)
+        p = self.prefixes.get(key)
+        if p is not None:
+            return p
         while True:
             self.fresh += 1
             p = f"_t{self.fresh}.{fname}."
             if not any(v.startswith(p) for v in self.used):
+                self.prefixes[key] = p
                 return p
 
 

@@ -174,6 +174,8 @@ def number_values(items, fresh_name, known=None):
                     n.defn[v] = ins
         else:
             v = n.fresh()           # loads, allocs, calls: a new value each time
+        if n.vn_of.get(dest) == v and dest in n.holders.get(v, ()):
+            continue            # the variable already holds this value (it ran before)
         n.assign(dest, v)
         out.append(Item(ins, it.site, it.frame))
     return out

@@ -57,7 +57,7 @@ class _Recording:
 
 
 class Recorder:
-    def __init__(self, funcs, infos, hot=56, max_events=4000, max_seq=50_000):
+    def __init__(self, funcs, infos, hot=56, max_events=4000, max_seq=5_000):
         self.funcs = funcs
         self.infos = infos              # name -> trace_build.FunctionInfo (shared)
         self.hot = hot

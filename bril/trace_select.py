@@ -221,46 +221,6 @@ def _key(ins):
             type(ins.get("value")).__name__, ins.get("value"))
 
 
-class _Cursor:
-    """A position in the run-length encoded outcome sequence."""
-
-    def __init__(self, seq):
-        self.seq = seq
-        self.i = 0
-        self.off = 0
-
-    def done(self):
-        return self.i >= len(self.seq)
-
-    @property
-    def outcome(self):
-        return self.seq[self.i][0]
-
-    @property
-    def run_left(self):
-        return self.seq[self.i][1] - self.off
-
-    def advance(self, n):
-        while n > 0 and self.i < len(self.seq):
-            step = min(n, self.run_left)
-            self.off += step
-            n -= step
-            if self.off == self.seq[self.i][1]:
-                self.i += 1
-                self.off = 0
-
-    def matched(self, pattern):
-        """How many leading outcomes from here follow `pattern`."""
-        i, off, m = self.i, self.off, 0
-        while m < len(pattern) and i < len(self.seq) and self.seq[i][0] == pattern[m]:
-            m += 1
-            off += 1
-            if off == self.seq[i][1]:
-                i += 1
-                off = 0
-        return m
-
-
 def simulate(chain, stats):
     """Replay the recorded iteration sequence against a chain of candidates.
 
@@ -270,60 +230,83 @@ def simulate(chain, stats):
     iterations it ran.  When none succeeds, the original code runs one
     iteration.  Returns (gain, entries per trace, aborts per trace)."""
     traces = chain.traces
-    entries = [0] * len(traces)
-    aborts = [0] * len(traces)
+    nt = len(traces)
+    entries = [0] * nt
+    aborts = [0] * nt
     gain = 0.0
-    per_iter = [t.cost_pre / t.unroll for t in traces]
-    uniform = [t.pattern[0] if len(set(t.pattern)) == 1 else None for t in traces]
-    known = {p for t in traces for p in t.pattern}
+    pats = [t.pattern for t in traces]
+    ks = [len(p) for p in pats]
+    per_iter = [t.cost_pre / k for t, k in zip(traces, ks)]
+    cost_pre = [t.cost_pre for t in traces]
+    uniform = [p[0] if len(set(p)) == 1 else None for p in pats]
+    known = {p for pat in pats for p in pat}
+    first_waste = sum(min(c, w) for c, w in zip(cost_pre, per_iter))
+    seq = stats.seq
+    n_runs = len(seq)
+    i = off = 0                 # cursor: run index and offset into it
 
-    def waste(j, matched):
-        return min(traces[j].cost_pre, per_iter[j] * (matched + 1))
+    def matched(pattern):
+        j, o, m = i, off, 0
+        while m < len(pattern) and j < n_runs and seq[j][0] == pattern[m]:
+            m += 1
+            o += 1
+            if o == seq[j][1]:
+                j += 1
+                o = 0
+        return m
 
-    cur = _Cursor(stats.seq)
+    def advance(n):
+        nonlocal i, off
+        while n > 0 and i < n_runs:
+            step = min(n, seq[i][1] - off)
+            off += step
+            n -= step
+            if off == seq[i][1]:
+                i += 1
+                off = 0
+
     state = None                # None: at the header; j: in trace j's loop part
-    while not cur.done():
+    while i < n_runs:
+        o, left = seq[i][0], seq[i][1] - off
         if state is not None:
-            t = traces[state]
-            k = t.unroll
-            if uniform[state] is not None and cur.outcome == uniform[state] and cur.run_left >= k:
-                passes = cur.run_left // k
+            t, k = traces[state], ks[state]
+            if uniform[state] == o and left >= k:
+                passes = left // k
                 gain += passes * (t.replaced - t.cost_loop)
                 entries[state] += passes
-                cur.advance(passes * k)
+                advance(passes * k)
                 continue
-            m = cur.matched(t.pattern)
+            m = matched(pats[state])
             entries[state] += 1
             if m == k:
                 gain += t.replaced - t.cost_loop
-                cur.advance(k)
+                advance(k)
                 continue
-            gain -= waste(state, m)
+            gain -= min(cost_pre[state], per_iter[state] * (m + 1))
             aborts[state] += 1
             state = None
-            cur.advance(1)      # the original runs this iteration
+            advance(1)          # the original runs this iteration
             continue
-        if cur.outcome not in known:
+        if o not in known:
             # No trace starts with this outcome: each such iteration aborts them all.
-            n = cur.run_left
-            gain -= n * sum(waste(j, 0) for j in range(len(traces)))
-            for j in range(len(traces)):
-                entries[j] += n
-                aborts[j] += n
-            cur.advance(n)
+            gain -= left * first_waste
+            for j in range(nt):
+                entries[j] += left
+                aborts[j] += left
+            advance(left)
             continue
-        for j, t in enumerate(traces):
+        for j in range(nt):
             entries[j] += 1
-            m = cur.matched(t.pattern)
-            if m == t.unroll:
-                gain += t.replaced - t.cost_pre
-                cur.advance(m)
-                state = None if t.cut else j
+            m = matched(pats[j])
+            if m == ks[j]:
+                gain += traces[j].replaced - cost_pre[j]
+                advance(m)
+                state = None if traces[j].cut else j
                 break
-            gain -= waste(j, m)
+            gain -= min(cost_pre[j], per_iter[j] * (m + 1))
             aborts[j] += 1
         else:
-            cur.advance(1)
+            advance(1)
     return gain, entries, aborts
 
 

@@ -78,7 +78,8 @@ class TraceResult:
     chains: list
     original_count: int
     traced_count: int
-    output: str
+    output: str                     # what the training run printed
+    traced_output: str              # what the traced program printed on the training input
     dropped: list = field(default_factory=list)
     max_header_visits: int = 0      # the busiest loop header's visits in the training run
 
@@ -108,7 +109,7 @@ def trace_program(prog, argv, *, hot=56, out=None, run=None, record=None):
     dropped = []
     while True:
         if not chains:
-            traced, t_count = prog, count
+            traced, t_out, t_count = prog, original_out, count
             break
         traced = splice(prog, chains)
         try:
@@ -117,9 +118,16 @@ def trace_program(prog, argv, *, hot=56, out=None, run=None, record=None):
             t_out, t_count = None, None
         if t_out == original_out and t_count <= count:
             break
-        dropped.append(chains.pop())        # the weakest one
+        weakest = chains[-1]
+        if len(weakest.traces) > 1:
+            # First try it with its main trace only (each extra trace in a
+            # chain costs every pass that falls through to it).
+            weakest.traces = weakest.traces[:1]
+            weakest.entries, weakest.aborts = weakest.entries[:1], weakest.aborts[:1]
+        else:
+            dropped.append(chains.pop())
     visits = max((st.visits for st in rec.loops.values()), default=0)
-    return TraceResult(traced, chains, count, t_count, original_out, dropped, visits)
+    return TraceResult(traced, chains, count, t_count, original_out, t_out, dropped, visits)
 
 
 def report(result):

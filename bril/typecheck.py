@@ -185,8 +185,10 @@ class State:
         if self.ranges != other.ranges:
             changed |= self._merge_ranges(other, widen, self_keys or ())
         if self.facts and self.facts != other.facts:
-            self.facts = {c: f for c, f in self.facts.items() if other.facts.get(c) == f}
-            changed = True
+            facts = {c: f for c, f in self.facts.items() if other.facts.get(c) == f}
+            if len(facts) != len(self.facts):
+                self.facts = facts
+                changed = True
         return changed
 
     def _merge_ranges(self, other, widen, new_keys):
@@ -295,6 +297,7 @@ class FunctionTypes:
         self.returns = set()        # tags that `ret` can return, plus 'none'
         self.wrap_checks = {}       # id(add/sub/mul instr) -> 'none'|'upper'|'lower'|'both'
         self.nonneg = {}            # id(div instr) -> (operand 0 proven >= 0, operand 1 >= 1)
+        self.precise = True         # False if the analysis gave up (nothing is assumed)
         self.has_spec = False
 
 
@@ -335,6 +338,7 @@ def _result_tags(instr, args):
 
 
 NARROWING_PASSES = 1    # passes without widening after the fixpoint (regain bounds)
+VISITS_PER_BLOCK = 200  # worklist budget; beyond it the analysis assumes nothing
 
 
 def infer(func, blocks, assumed=None):
@@ -396,7 +400,11 @@ def infer(func, blocks, assumed=None):
             work.append(target)
             on_work.add(target)
 
+    budget = VISITS_PER_BLOCK * (n + 5)      # a safety net against slow convergence
     while work:
+        budget -= 1
+        if budget < 0:
+            return _give_up(ft)
         work.sort(reverse=True)         # lowest block first: roughly program order
         bi = work.pop()
         on_work.discard(bi)
@@ -450,6 +458,17 @@ def infer(func, blocks, assumed=None):
                 ft.block_in[i] = new_in[i]
         spec_state = new_spec
     ft.spec_bound = spec_state.bound if spec_state is not None else set()
+    return ft
+
+
+def _give_up(ft):
+    """Results that assume nothing (every operand checked at run time)."""
+    ft.precise = False
+    ft.arg_tags.clear()
+    ft.wrap_checks.clear()
+    ft.nonneg.clear()
+    ft.returns = {"?", "none"}
+    ft.spec_bound = set()
     return ft
 
 

@@ -12,7 +12,8 @@ import os
 import sys
 
 USAGE = """\
-usage: brili [-p] [-f FILE | --text] [-L DIR]... [ARGS...]
+usage: brili [-p] [-f FILE | --text] [-L DIR]... [--trace OUT.json [--hot N]
+             [--trace-report FILE]] [ARGS...]
 
 Run the Bril program read as JSON from standard input; ARGS are the
 arguments of @main, parsed by their declared types.
@@ -24,6 +25,15 @@ options:
   -L DIR       also look for imported files in DIR (repeatable); imports are
                first resolved relative to the importing file's directory
   --dump-py    print the generated Python code on stderr (debugging)
+  --trace OUT.json
+               run as usual (same output and -p count), recording the hot
+               loops, and write to OUT.json the program with speculative traces
+               of them spliced in (ordinary Bril that any Bril tool runs)
+  --hot N      a loop header is hot after N visits (default 56)
+  --trace-report FILE
+               per trace: function, header, blocks and instructions covered,
+               guards, entries, aborts, instructions saved; JSON if FILE ends in
+               .json, text otherwise ("-" for stderr)
   -h, --help   show this help
   --           treat every later argument as an argument of @main
 
@@ -39,6 +49,9 @@ class _Options:
         self.lib_dirs = []
         self.dump = False
         self.help = False
+        self.trace = None
+        self.hot = 56
+        self.trace_report = None
         self.args = []
 
 
@@ -51,22 +64,33 @@ def parse_args(argv):
         if a == "--":
             opts.args.extend(argv[i + 1:])
             break
-        if a == "-p":
-            opts.profile = True
+        if a == "-p" and not opts.profile:
+            opts.profile = True         # (as in the reference, a second -p is an argument)
         elif a in ("-h", "--help"):
             opts.help = True
         elif a == "--text":
             opts.text = True
         elif a == "--dump-py":
             opts.dump = True
-        elif a in ("-f", "-L"):
+        elif a in ("-f", "-L", "--trace", "--hot", "--trace-report"):
             if i + 1 >= len(argv):
                 raise BrilError(f"option {a} needs an argument")
             i += 1
             if a == "-f":
                 opts.file = argv[i]
-            else:
+            elif a == "-L":
                 opts.lib_dirs.append(argv[i])
+            elif a == "--trace":
+                opts.trace = argv[i]
+            elif a == "--trace-report":
+                opts.trace_report = argv[i]
+            else:
+                try:
+                    opts.hot = int(argv[i])
+                except ValueError:
+                    opts.hot = 0
+                if opts.hot < 1:
+                    raise BrilError(f"--hot needs a positive whole number; got {argv[i]}")
         elif a.startswith("-L") and len(a) > 2:
             opts.lib_dirs.append(a[2:])
         elif a.startswith("--lib="):
@@ -126,11 +150,58 @@ def _body(argv):
     from bril.interp import run
     base_dir = os.path.dirname(os.path.abspath(filename)) if filename else None
     out = _program_output()
-    count = run(prog, opts.args, out=out, base_dir=base_dir,
-                lib_dirs=opts.lib_dirs, filename=filename)
+    if opts.trace is not None and not prog.get("imports"):
+        count = _trace(prog, opts, out)
+    else:
+        if opts.trace is not None and opts.trace_report is None:
+            sys.stderr.write("note: programs with imports are not traced\n")
+        count = run(prog, opts.args, out=out, base_dir=base_dir,
+                    lib_dirs=opts.lib_dirs, filename=filename)
+        if opts.trace is not None:
+            _write_atomically(opts.trace, _json_text(prog))
     if opts.profile:
         sys.stderr.write(f"total_dyn_inst: {count}\n")
     return 0
+
+
+def _trace(prog, opts, out):
+    """`--trace`: run once recording, write the traced program (and report)."""
+    from bril.tracer import report, report_text, trace_program
+    result = trace_program(prog, opts.args, hot=opts.hot, out=out)
+    _write_atomically(opts.trace, _json_text(result.program))
+    if opts.trace_report is not None:
+        if opts.trace_report.endswith(".json"):
+            import json
+            _write_atomically(opts.trace_report, json.dumps(report(result), indent=2) + "\n")
+        else:
+            text = "\n".join(report_text(result)) + "\n"
+            if opts.trace_report == "-":
+                sys.stderr.write(text)
+            else:
+                _write_atomically(opts.trace_report, text)
+    return result.original_count
+
+
+def _json_text(prog):
+    import json
+    return json.dumps(prog, indent=2) + "\n"
+
+
+def _write_atomically(path, text):
+    """Write a whole file or nothing: a temporary file renamed into place."""
+    import tempfile
+    from bril.errors import BrilError
+    directory = os.path.dirname(os.path.abspath(path))
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".brili-", dir=directory)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except OSError as e:
+        if tmp is not None and os.path.exists(tmp):
+            os.unlink(tmp)
+        raise BrilError(f"cannot write {path}: {e.strerror}")
 
 
 def _program_output():
@@ -144,8 +215,21 @@ def _program_output():
     except (AttributeError, OSError, ValueError):
         return sys.stdout       # not a real file (e.g. replaced in-process)
     tty = os.isatty(fd)
-    return open(fd, "w", encoding="utf-8", errors="surrogateescape", newline="\n",
+    return open(fd, "w", encoding="utf-8", errors=_replacing_surrogates(), newline="\n",
                 buffering=1 if tty else 1 << 16, closefd=False)
+
+
+def _replacing_surrogates():
+    """An encoding error handler writing U+FFFD for a lone surrogate (a char
+    constant "\\ud800"), as JavaScript does when it prints one."""
+    import codecs
+    name = "bril-replace-surrogates"
+    try:
+        codecs.lookup_error(name)
+    except LookupError:
+        replacement = "\ufffd".encode("utf-8")      # (a str replacement must be ASCII)
+        codecs.register_error(name, lambda e: (replacement * (e.end - e.start), e.end))
+    return name
 
 
 def main(argv=None):

@@ -21,7 +21,6 @@ these rewrites change), as are functions with speculation.
 """
 
 from bril.cfg import CFG
-from bril.dataflow import defined_before_each
 from .safety import map_functions, SPEC_OPS, trusted_kinds, FunctionFacts
 
 DUPLICATE_LIMIT = 6     # instructions (terminator included) a block may have to be copied
@@ -140,44 +139,46 @@ def _duplicate_tails(cfg):
 def _layout(cfg):
     """Order blocks in chains along fall edges; keep the input's fall-throughs."""
     order = list(cfg.blocks)
-    nxt, prev = {}, {}
+    nxt = {}
+    head_of = {n: n for n in order}     # for a chain's last block: its first
+    tail_of = {n: n for n in order}     # for a chain's first block: its last
 
     def link(a, b):
-        nxt[a], prev[b] = b, a
-
-    def chain_of(n):
-        while n in prev:
-            n = prev[n]
-        return n
+        """Append b's chain (b first) to a's chain (a last), unless that closes a cycle."""
+        h = head_of[a]
+        if h == b:
+            return
+        t = tail_of[b]
+        nxt[a] = b
+        head_of[t], tail_of[h] = h, t
+        del tail_of[b]
 
     # First the fall-throughs that need no jump now, then every other fall edge.
-    for i, a in enumerate(order):
+    for i, a in enumerate(order[:-1]):
         b = cfg.blocks[a]
-        if b.terminator is None and b.fall is not None and i + 1 < len(order) \
-                and order[i + 1] == b.fall:
+        if b.terminator is None and b.fall == order[i + 1]:
             link(a, b.fall)
     for a in order:
         b = cfg.blocks[a]
         f = b.fall
-        if (b.terminator is None and f is not None and a not in nxt and f not in prev
-                and f != cfg.entry and chain_of(a) != f):
+        if (b.terminator is None and f is not None and a not in nxt and f in tail_of
+                and f != cfg.entry):
             link(a, f)
-    heads = [n for n in order if n not in prev]
-    # Entry chain first; the chain that falls off the end of the function last.
+
     def chain(h):
         out = [h]
         while out[-1] in nxt:
             out.append(nxt[out[-1]])
         return out
 
-    chains = [chain(h) for h in heads]
-    first = [c for c in chains if c[0] == cfg.entry]
-    ends = [c for c in chains if c[0] != cfg.entry and _falls_off(cfg, c[-1])]
-    middle = [c for c in chains if c not in first and c not in ends]
-    new = [n for c in first + middle + ends for n in c]
-    changed = new != order
+    # The entry's chain first; a chain that falls off the end of the function last.
+    heads = [n for n in order if n in tail_of]
+    first = [h for h in heads if h == cfg.entry]
+    ends = [h for h in heads if h != cfg.entry and _falls_off(cfg, tail_of[h])]
+    ending = set(ends)
+    middle = [h for h in heads if h != cfg.entry and h not in ending]
+    new = [n for h in first + middle + ends for n in chain(h)]
     cfg.set_order(new)
-    return changed
 
 
 def _falls_off(cfg, name):

@@ -20,8 +20,8 @@ control flow, `phi` or speculation are left alone.
 """
 
 from bril.cfg import CFG, Block, natural_loops, is_reducible, fresh_name
-from bril.dataflow import liveness, defined_vars
-from bril.dominance import dominators
+from bril.dataflow import liveness, defined_vars, uses
+from bril.dominance import Dominance
 from .safety import map_functions, SPEC_OPS, FunctionFacts
 
 
@@ -38,38 +38,36 @@ def _preheader(cfg, loop):
         before = cfg.blocks[order[i - 1]]
         if before.name in loop.body and before.terminator is None and before.fall == header:
             return None
-    name = fresh_name(header + ".preheader", cfg.names())
+    name = fresh_name(header + ".preheader", set(cfg.blocks))
     cfg.add_block(Block(name, [], None, header), before=header)
     for p in outside:
         cfg.retarget(p, header, name)
     if header == cfg.entry:
         cfg.entry = name
-    cfg.recompute_edges()
     return name
 
 
-def _hoist(cfg, loop, func):
-    """Move invariant instructions of one loop to its preheader; True if any moved."""
-    dom = dominators(cfg)
+def _hoistable_blocks(cfg, loop, dom):
+    """The loop's blocks that run on every pass from its header to any way out
+    (an edge out or a `ret`); none for a loop that never ends."""
     leaving = [b for b in loop.body
                if cfg.blocks[b].returns or any(s not in loop.body for s in cfg.succs[b])]
-    candidates = [b for b in loop.body if all(b in dom[x] for x in leaving)]
-    if not leaving or not candidates:     # a loop that never ends is left as it is
-        return False
-    ph = _preheader(cfg, loop)
-    if ph is None:
-        return False
-    instrs = [i for b in cfg.blocks.values() for i in b.instrs]
-    facts = FunctionFacts({"args": func.get("args", []), "instrs": instrs}, cfg)
-    live_in, _ = liveness(cfg)
-    _, def_out = defined_vars(cfg, [a["name"] for a in func.get("args", ())])
+    if not leaving:
+        return []
+    return [b for b in loop.body if all(dom.dominates(b, x) for x in leaving)]
+
+
+def _hoist(cfg, loop, ph, blocks, facts, live_in, def_out, rpo_index):
+    """Move invariant instructions of `blocks` (in one loop) to the end of `ph`."""
     defined = set(def_out[ph])
+    term = cfg.blocks[ph].terminator
+    read_at_end = set(uses(term)) if term is not None else set()   # must not change
     assigned = {}
     for b in loop.body:
         for instr in cfg.blocks[b].instrs:
             if "dest" in instr:
                 assigned[instr["dest"]] = assigned.get(instr["dest"], 0) + 1
-    order = [n for n in cfg.reverse_postorder() if n in candidates]
+    order = sorted(blocks, key=rpo_index.__getitem__)
     moved = []
     progress = True
     while progress:
@@ -80,6 +78,7 @@ def _hoist(cfg, loop, func):
             for instr in block.instrs:
                 d = instr.get("dest")
                 if (d is not None and assigned.get(d) == 1 and d not in live_in[loop.header]
+                        and d not in read_at_end
                         and all(assigned.get(a, 0) == 0 for a in instr.get("args", ()))
                         and instr.get("op") not in ("get", "set")
                         and facts.cannot_fail(instr, defined)):
@@ -94,22 +93,42 @@ def _hoist(cfg, loop, func):
         pre = cfg.blocks[ph]
         term = pre.terminator
         pre.instrs = (pre.body + moved + [term]) if term is not None else pre.instrs + moved
-    cfg.recompute_edges()
-    return bool(moved)
 
 
 def licm_cfg(cfg, func):
+    """Hoist invariant code out of every loop, innermost loops first.
+
+    Each round takes the innermost loops not yet done (they are disjoint), gives
+    them preheaders, computes the analyses once and hoists in all of them:
+    hoisting in one loop changes no fact the others rely on."""
     done = set()
+    args = [a["name"] for a in func.get("args", ())]
     while True:
-        dom = dominators(cfg)
+        dom = Dominance(cfg)
         if not is_reducible(cfg, dom):
             return cfg
-        todo = [l for l in natural_loops(cfg, dom) if l.header not in done]
-        if not todo:
+        loops = [l for l in natural_loops(cfg, dom) if l.header not in done]
+        if not loops:
             return cfg
-        loop = todo[0]
-        done.add(loop.header)
-        _hoist(cfg, loop, func)
+        innermost = [l for l in loops
+                     if not any(o is not l and o.header in l.body for o in loops)]
+        plans = []
+        for loop in innermost:
+            done.add(loop.header)
+            blocks = _hoistable_blocks(cfg, loop, dom)
+            if blocks:
+                ph = _preheader(cfg, loop)
+                if ph is not None:
+                    plans.append((loop, ph, blocks))
+        if not plans:
+            continue
+        instrs = [i for b in cfg.blocks.values() for i in b.instrs]
+        facts = FunctionFacts({"args": func.get("args", []), "instrs": instrs}, cfg)
+        live_in, _ = liveness(cfg)
+        _, def_out = defined_vars(cfg, args)
+        rpo_index = {n: i for i, n in enumerate(cfg.reverse_postorder())}
+        for loop, ph, blocks in plans:
+            _hoist(cfg, loop, ph, blocks, facts, live_in, def_out, rpo_index)
 
 
 def licm_instrs(func):

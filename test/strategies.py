@@ -95,9 +95,18 @@ class Limits:
     bitcast: bool = True        # float2bits / bits2float (the reference lacks them)
     errors: bool = True         # rare, intended run-time errors (div by a variable, int2char)
     cr_arguments: bool = True   # '\r' as a char argument of @main (Deno mangles it)
+    # Rare reads of variables defined on some paths only (or only inside a
+    # speculation that may abort).  Such programs are ill-formed when the read
+    # happens, so passes may do anything with them; engines must report the
+    # error like the reference does.
+    maybe_undefined: bool = False
 
 
 DEFAULT = Limits()
+# For engines: also reads of variables that may be undefined at run time.
+ENGINE_TESTING = Limits(maybe_undefined=True)
+# For tracers: loops that run long enough to become hot and pay for a trace.
+TRACE_TESTING = Limits(max_trip=30, max_iterations=300, budget=15000)
 # What the TypeScript reference interpreter agrees on (for scratch comparisons).
 REFERENCE_COMPATIBLE = Limits(nested_speculation=False, wide_ints=False, bitcast=False,
                               cr_arguments=False)
@@ -110,6 +119,16 @@ class Signature:
     ret: str | None
     cost: int             # static estimate of dynamic instructions per call
     recursive: bool = False
+
+
+_ANY_FLOAT = st.floats(allow_nan=False, allow_infinity=False)
+_ANY_CHAR = st.characters(exclude_categories=("Cs",))
+
+
+def _pick(draw, seq):
+    """One element of seq (shrinks toward the first); cheaper than sampled_from,
+    whose strategy object would be rebuilt on every call."""
+    return seq[draw(st.integers(0, len(seq) - 1))]
 
 
 class _FunctionGen:
@@ -135,12 +154,15 @@ class _FunctionGen:
         self.nesting = 0
         self.n_vars = 0
         self.n_labels = 0
-        self.var_prefix = draw(st.sampled_from(VAR_PREFIXES))
-        self.label_prefix = draw(st.sampled_from(LABEL_PREFIXES))
+        self.var_prefix = _pick(draw, VAR_PREFIXES)
+        self.label_prefix = _pick(draw, LABEL_PREFIXES)
         self.labels_used = set()
         for name, typ in sig.params:
             self.types[name] = typ
             self.defined.add(name)
+
+    def pick(self, seq):
+        return _pick(self.draw, seq)
 
     # --- emitting ------------------------------------------------------------------
 
@@ -160,11 +182,11 @@ class _FunctionGen:
         if pick == 9:
             free = [n for n in HOSTILE_NAMES if n not in taken]
             if free:
-                return d(st.sampled_from(free))
+                return self.pick(free)
         elif pick == 8:
             twins = sorted({_twin(n) for n in taken} - set(taken) - {None})
             if twins:
-                return d(st.sampled_from(twins))
+                return self.pick(twins)
         return f"{prefix}{counter}"
 
     def fresh_label(self):
@@ -207,36 +229,42 @@ class _FunctionGen:
                 if (t != "float" or self.lim.floats) and (t != "char" or self.lim.chars)]
 
     def literal(self, typ):
+        """A constant: mostly an edge value, sometimes any value of the type."""
         d = self.draw
+        edge = d(st.integers(0, 2)) < 2
         if typ == "int":
-            v = d(st.one_of(st.sampled_from(INT_EDGES), st.integers(-20, 20),
-                            st.integers(INT_MIN, INT_MAX)))
+            if edge:
+                v = self.pick(INT_EDGES) if d(st.booleans()) else d(st.integers(-20, 20))
+            else:
+                v = d(st.integers(INT_MIN, INT_MAX))
             if not self.lim.wide_ints and abs(v) > WIDE:
                 v = v % 1000
             return v
         if typ == "bool":
             return d(st.booleans())
         if typ == "float":
-            return d(st.one_of(st.sampled_from(FLOAT_EDGES),
-                               st.floats(allow_nan=False, allow_infinity=False)))
-        return d(st.one_of(st.sampled_from(CHAR_EDGES),
-                           st.characters(exclude_categories=("Cs",))))
+            return self.pick(FLOAT_EDGES) if edge else d(_ANY_FLOAT)
+        return self.pick(CHAR_EDGES) if edge else d(_ANY_CHAR)
 
     def vars_of(self, typ):
         return sorted(v for v in self.defined if self.types.get(v) == typ)
 
     def operand(self, typ):
         """A defined variable of `typ`, or a new constant."""
+        if self.lim.maybe_undefined and self.draw(st.integers(0, 79)) == 79:
+            maybe = sorted(v for v, t in self.types.items() if t == typ and v not in self.defined)
+            if maybe:
+                return self.pick(maybe)
         pool = self.vars_of(typ)
         if pool and self.draw(st.integers(0, 3)) > 0:
-            return self.draw(st.sampled_from(pool))
+            return self.pick(pool)
         return self.const(typ, self.literal(typ))
 
     def target(self, typ):
         """Where to put a new value: a fresh variable or a writable one of `typ`."""
         pool = [v for v in self.vars_of(typ) if v not in self.readonly]
         if pool and self.draw(st.booleans()):
-            return self.draw(st.sampled_from(pool))
+            return self.pick(pool)
         return self.fresh_var(typ)
 
     def value(self, typ, dest):
@@ -259,13 +287,13 @@ class _FunctionGen:
             kinds += ["farith", "farith"] + (["bits2float"] if self.lim.bitcast else [])
         elif typ == "char":
             kinds += ["int2char"]
-        kind = d(st.sampled_from(kinds))
+        kind = self.pick(kinds)
         if kind == "const":
             self.const(typ, self.literal(typ), dest)
         elif kind == "id":
             self.op(dest, typ, "id", [self.operand(typ)])
         elif kind == "arith":
-            o = d(st.sampled_from(["add", "sub", "mul"]))
+            o = self.pick(["add", "sub", "mul"])
             self.op(dest, typ, o, [self.operand("int"), self.operand("int")])
         elif kind == "div":
             a = self.operand("int")
@@ -273,35 +301,35 @@ class _FunctionGen:
                 # An intended, rare error: a divisor that may be zero, often one
                 # that becomes zero at some loop iteration (output before it counts).
                 if self.counters and d(st.booleans()):
-                    i = d(st.sampled_from(sorted(self.counters)))
+                    i = self.pick(sorted(self.counters))
                     lo, hi = self.counters[i]
                     b = self.fresh_var("int")
                     self.op(b, "int", "sub", [i, self.const("int", d(st.integers(lo, hi)))])
                 else:
                     b = self.operand("int")
             else:
-                b = self.const("int", d(st.sampled_from(SAFE_DIVISORS)))
+                b = self.const("int", self.pick(SAFE_DIVISORS))
             self.op(dest, typ, "div", [a, b])
         elif kind == "char2int":
             self.op(dest, typ, "char2int", [self.operand("char")])
         elif kind == "float2bits":
             self.op(dest, typ, "float2bits", [self.operand("float")])
         elif kind == "cmp":
-            o = d(st.sampled_from(["eq", "lt", "gt", "le", "ge"]))
+            o = self.pick(["eq", "lt", "gt", "le", "ge"])
             self.op(dest, typ, o, [self.operand("int"), self.operand("int")])
         elif kind == "fcmp":
-            o = d(st.sampled_from(["feq", "flt", "fgt", "fle", "fge"]))
+            o = self.pick(["feq", "flt", "fgt", "fle", "fge"])
             self.op(dest, typ, o, [self.operand("float"), self.operand("float")])
         elif kind == "ccmp":
-            o = d(st.sampled_from(["ceq", "clt", "cgt", "cle", "cge"]))
+            o = self.pick(["ceq", "clt", "cgt", "cle", "cge"])
             self.op(dest, typ, o, [self.operand("char"), self.operand("char")])
         elif kind == "logic":
-            o = d(st.sampled_from(["and", "or"]))
+            o = self.pick(["and", "or"])
             self.op(dest, typ, o, [self.operand("bool"), self.operand("bool")])
         elif kind == "not":
             self.op(dest, typ, "not", [self.operand("bool")])
         elif kind == "farith":
-            o = d(st.sampled_from(["fadd", "fsub", "fmul", "fdiv"]))
+            o = self.pick(["fadd", "fsub", "fmul", "fdiv"])
             self.op(dest, typ, o, [self.operand("float"), self.operand("float")])
         elif kind == "bits2float":
             self.op(dest, typ, "bits2float", [self.operand("int")])
@@ -312,7 +340,7 @@ class _FunctionGen:
                 self.op(code, "int", "add", [self.operand("int"),
                                              self.const("int", d(st.integers(-3, 3)))])
             else:
-                code = self.const("int", d(st.sampled_from(CODE_POINTS)))
+                code = self.const("int", self.pick(CODE_POINTS))
             self.op(dest, typ, "int2char", [code])
 
     def condition(self):
@@ -322,15 +350,15 @@ class _FunctionGen:
         kinds = ["var", "cmp"]
         if self.counters:
             kinds += ["counter", "counter"]
-        kind = d(st.sampled_from(kinds))
+        kind = self.pick(kinds)
         if kind == "var":
             return self.operand("bool")
         c = self.fresh_var("bool")
         if kind == "counter":
-            i = d(st.sampled_from(sorted(self.counters)))
+            i = self.pick(sorted(self.counters))
             lo, hi = self.counters[i]
             k = self.const("int", d(st.integers(lo, hi + 1)))
-            o = d(st.sampled_from(["lt", "le", "gt", "ge", "eq"]))
+            o = self.pick(["lt", "le", "gt", "ge", "eq"])
             args = [i, k] if d(st.booleans()) else [k, i]
             self.op(c, "bool", o, args)
         else:
@@ -377,14 +405,14 @@ class _FunctionGen:
             kinds.append("ret")
         if d(st.integers(0, 20)) == 20:
             kinds += ["nop", "labels"]
-        kind = d(st.sampled_from(kinds))
+        kind = self.pick(kinds)
         return getattr(self, "stmt_" + kind)()
 
     def may_return(self):
         return not self.in_spec and not self.regions
 
     def stmt_assign(self):
-        typ = self.draw(st.sampled_from(self.enabled_types()))
+        typ = self.pick(self.enabled_types())
         self.value(typ, self.target(typ))
         return True
 
@@ -394,7 +422,7 @@ class _FunctionGen:
 
     def stmt_print(self):
         n = self.draw(st.integers(0, 3))
-        args = [self.operand(self.draw(st.sampled_from(self.enabled_types()))) for _ in range(n)]
+        args = [self.operand(self.pick(self.enabled_types())) for _ in range(n)]
         self.op(None, None, "print", args)
         return True
 
@@ -436,7 +464,9 @@ class _FunctionGen:
         d = self.draw
         room = max(1, self.lim.max_iterations // self.mult)
         trip = d(st.integers(0, min(self.lim.max_trip, room)))
-        style = d(st.sampled_from(["while", "do", "down"]))
+        # "input": also stop once i reaches some int variable (often an argument
+        # of @main), so the trip count depends on the input, up to `trip`.
+        style = self.pick(["while", "do", "down", "input"])
         if style == "do":
             trip = max(trip, 1)
         head, body, latch, done = (self.fresh_label() for _ in range(4))
@@ -452,12 +482,17 @@ class _FunctionGen:
             test, step, span = "lt", "add", (0, trip - 1)
         if trip == 0:
             span = (0, 0)                  # the body never runs; any range will do
+        limit = self.input_limit() if style == "input" else None
         self.readonly |= {i, one, stop}
         before = set(self.defined)
         c = self.fresh_var("bool")
 
         def check(true_label, false_label):
             self.op(c, "bool", test, [i, stop])
+            if limit is not None:
+                below = self.fresh_var("bool")
+                self.op(below, "bool", "lt", [i, limit])
+                self.op(c, "bool", "and", [c, below])
             self.op(None, None, "br", [c], labels=[true_label, false_label])
 
         if style != "do":
@@ -484,6 +519,13 @@ class _FunctionGen:
         self.label(done)
         self.defined = before
         return True
+
+    def input_limit(self):
+        """An int variable whose value likely comes from the input."""
+        args = [n for n, t in self.sig.params if t == "int" and n in self.defined]
+        if args and self.draw(st.booleans()):
+            return self.pick(args)
+        return self.operand("int")
 
     def stmt_two_entry_loop(self):
         """An irreducible loop: two blocks that jump to each other, entered at
@@ -574,7 +616,7 @@ class _FunctionGen:
     def stmt_region(self):
         """alloc; initialise every cell; body (loads/stores in bounds); free."""
         d = self.draw
-        elem = d(st.sampled_from(self.enabled_types()))
+        elem = self.pick(self.enabled_types())
         size = d(st.integers(1, 4))
         ptype = {"ptr": elem}
         n = self.const("int", size)
@@ -604,7 +646,7 @@ class _FunctionGen:
         ptype = {"ptr": elem}
         counters = [i for i, (lo, hi) in sorted(self.counters.items()) if lo >= 0 and hi < size]
         if counters and d(st.booleans()):
-            off = d(st.sampled_from(counters))
+            off = self.pick(counters)
         else:
             k = d(st.integers(0, size - 1))
             if d(st.booleans()):
@@ -624,13 +666,13 @@ class _FunctionGen:
         self.op(None, None, "store", [q, self.operand(elem)])
 
     def stmt_load(self):
-        p, elem, size = self.draw(st.sampled_from(self.regions))
+        p, elem, size = self.pick(self.regions)
         q = self.pointer_to(p, elem, size)
         self.op(self.target(elem), elem, "load", [q])
         return True
 
     def stmt_store(self):
-        p, elem, size = self.draw(st.sampled_from(self.regions))
+        p, elem, size = self.pick(self.regions)
         q = self.pointer_to(p, elem, size)
         self.op(None, None, "store", [q, self.operand(elem)])
         return True
@@ -641,7 +683,7 @@ class _FunctionGen:
 
     def stmt_call(self):
         d = self.draw
-        callee = d(st.sampled_from(self.callable()))
+        callee = self.pick(self.callable())
         args = []
         for pname, ptype in callee.params:
             if callee.recursive and pname == "depth":
@@ -709,18 +751,21 @@ def _activation_cost(cost, sig, limits):
 
 def _main_argument(draw, typ, limits):
     if typ == "int":
-        v = draw(st.one_of(st.sampled_from(INT_EDGES), st.integers(-1000, 1000)))
+        kind = draw(st.integers(0, 2))       # small values decide input-bounded loops
+        if kind == 0:
+            v = draw(st.integers(0, 6))
+        else:
+            v = _pick(draw, INT_EDGES) if kind == 1 else draw(st.integers(-1000, 1000))
         if not limits.wide_ints and abs(v) > WIDE:
             v = v % 1000
         return str(v)
     if typ == "bool":
-        return draw(st.sampled_from(["true", "false"]))
+        return _pick(draw, ["true", "false"])
     if typ == "float":
-        v = draw(st.one_of(st.sampled_from(FLOAT_EDGES),
-                           st.floats(allow_nan=False, allow_infinity=False)))
+        v = _pick(draw, FLOAT_EDGES) if draw(st.booleans()) else draw(_ANY_FLOAT)
         return repr(v)
     banned = "\0" if limits.cr_arguments else "\0\r"
-    return draw(st.sampled_from([c for c in CHAR_EDGES if c not in banned]))
+    return _pick(draw, [c for c in CHAR_EDGES if c not in banned])
 
 
 @dataclass
@@ -739,18 +784,18 @@ def cases(draw, limits=DEFAULT):
              if (t != "float" or limits.floats) and (t != "char" or limits.chars)]
     callees = []
     funcs = []
-    prefix = draw(st.sampled_from(FUNC_PREFIXES))
+    prefix = _pick(draw, FUNC_PREFIXES)
     for k in range(draw(st.integers(0, limits.max_helpers))):
         recursive = draw(st.integers(0, 2)) == 2
         params = [("depth", "int")] if recursive else []
-        params += [(f"p{j}", draw(st.sampled_from(types)))
+        params += [(f"p{j}", _pick(draw, types))
                    for j in range(draw(st.integers(0, 3)))]
-        ret = draw(st.one_of(st.none(), st.sampled_from(types)))
+        ret = _pick(draw, [None, *types])
         name = f"{prefix}{k}"
         pick = draw(st.integers(0, 5))
         taken = {c.name for c in callees} | {"main"}
         if pick == 5:
-            name = draw(st.sampled_from([n for n in HOSTILE_NAMES if n not in taken]))
+            name = _pick(draw, [n for n in HOSTILE_NAMES if n not in taken])
         elif pick == 4 and callees and _twin(callees[-1].name) not in taken | {None}:
             name = _twin(callees[-1].name)
         sig = Signature(name, params, ret, 0, recursive)
@@ -758,7 +803,7 @@ def cases(draw, limits=DEFAULT):
         funcs.append(gen.body())
         sig.cost = _activation_cost(gen.cost + 1, sig, limits)
         callees.append(sig)
-    params = [(f"arg{j}", draw(st.sampled_from(types))) for j in range(draw(st.integers(0, 3)))]
+    params = [(f"arg{j}", _pick(draw, types)) for j in range(draw(st.integers(0, 3)))]
     main = _FunctionGen(draw, limits, Signature("main", params, None, 0), callees, is_main=True)
     main_func = main.body()
     if draw(st.booleans()):

@@ -336,9 +336,22 @@ UNIT["heap"] = """
   is: bool = eq mode m;
   br is .huge .n9;
 .huge:
-  h: int = const 1000000000;
+  h: int = const 5000000000;
   r: ptr<int> = alloc h;
 .n9:
+  m: int = add m one;
+  is: bool = eq mode m;
+  br is .lazy .n10;
+.lazy:
+  h: int = const 1000000000;
+  r: ptr<int> = alloc h;
+  k: int = const 1000;
+  e: ptr<int> = ptradd r k;
+  store e h;
+  w: int = load e;
+  print w;
+  free r;
+.n10:
   free p;
 }"""
 
@@ -694,8 +707,9 @@ def test_print_of_every_kind(built):
     (5, "Tried to free illegal memory location base: 0, offset: 1. Offset must be 0."),
     (6, "Some memory locations have not been freed by end of execution."),
     (7, "must allocate a positive amount of memory: 0 <= 0"),
-    (8, "cannot allocate 1000000000 entries"),
-    (9, None),
+    (8, "cannot allocate 5000000000 entries"),
+    (9, None),                     # a billion cells, one used: allocated lazily
+    (10, None),
 ])
 def test_heap_errors(built, mode, message):
     got = assert_same_as_interpreter(unit("heap"), built["heap"], [mode])

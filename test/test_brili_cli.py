@@ -163,3 +163,13 @@ def test_json_input_does_not_import_lark_or_llvmlite():
                           capture_output=True, timeout=120)
     assert proc.stdout == b"6\n"
     assert proc.stderr == b"[]\n"
+
+
+def test_lone_surrogate_prints_as_replacement_character():
+    prog = {"functions": [{"name": "main", "instrs": [
+        {"op": "const", "dest": "c", "type": "char", "value": "\ud800"},
+        {"op": "print", "args": ["c"]},
+    ]}]}
+    proc = brili(stdin=prog)
+    assert proc.returncode == 0
+    assert proc.stdout == "\ufffd\n".encode()      # as JavaScript prints it

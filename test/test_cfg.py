@@ -3,7 +3,7 @@
 from bril.cfg import CFG, back_edges, is_reducible, natural_loops, form_blocks
 from bril.dataflow import (ALL, defined_vars, liveness, live_after_each,
                            reaching_definitions, uses)
-from bril.dominance import (dominance_frontier, dominator_tree, dominators,
+from bril.dominance import (Dominance, dominance_frontier, dominator_tree, dominators,
                             immediate_dominators)
 from bril.text import parse_program
 
@@ -168,3 +168,13 @@ def test_unreachable_blocks_are_defined_everywhere():
 def test_set_names_a_shadow_variable_not_a_use():
     assert uses({"op": "set", "args": ["shadow", "v"]}) == ["v"]
     assert uses({"op": "add", "args": ["a", "b"], "dest": "c"}) == ["a", "b"]
+
+
+def test_dominance_queries_agree_with_dominator_sets():
+    for src in (LOOP, """@main(c: bool) { br c .a .b; .a: jmp .b; .b: jmp .a; }"""):
+        cfg = cfg_of(src)
+        sets = dominators(cfg)
+        fast = Dominance(cfg)
+        for a in cfg.blocks:
+            for b in cfg.blocks:
+                assert fast.dominates(a, b) == (b in sets and a in sets[b]), (a, b)

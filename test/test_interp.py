@@ -11,8 +11,8 @@
 """
 
 import io
+import json
 import math
-import os
 
 import pytest
 
@@ -511,3 +511,96 @@ def test_a_function_can_be_entered_at_any_block():
     assert out.getvalue() == f"{100 + 7 + 8 + 9}\n"
     # 4 header visits (2 instrs), 3 body runs (3 instrs), the exit block (1).
     assert compiled.ns["_N"] == 4 * 2 + 3 * 3 + 1
+
+
+def test_results_do_not_depend_on_type_inference(monkeypatch):
+    # With no worklist budget the analysis gives up and assumes nothing: every
+    # operand is checked at run time.  Output, errors and counts must not change.
+    from bril import typecheck
+    src = """
+    @sq(x: int): int { y: int = mul x x; ret y; }
+    @main(n: int) {
+      i: int = const 0; s: int = const 0; one: int = const 1;
+      p: ptr<int> = alloc n;
+    .loop:
+      c: bool = lt i n;
+      br c .body .done;
+    .body:
+      v: int = call @sq i;
+      q: ptr<int> = ptradd p i;
+      store q v;
+      w: int = load q;
+      s: int = add s w;
+      i: int = add i one;
+      jmp .loop;
+    .done:
+      free p;
+      print s;
+      b: bool = const true;
+      x: int = add s b;
+    }"""
+    normal = error_of(src, ["10"])
+    def checks():
+        compiled, main = compile_program(parse_program(src))
+        compiled.prepare(main)
+        return compiled.codes[main].source().count("_cint(")
+
+    assert checks() == 1        # only the ill-typed `add s b`
+    monkeypatch.setattr(typecheck, "VISITS_PER_BLOCK", 0)
+    assert checks() > 5         # now every int operand is checked at run time
+    assert error_of(src, ["10"]) == normal == ("add argument 1 must be a int", "285\n")
+
+
+# --- imports --------------------------------------------------------------------------
+
+def write(path, text):
+    path.write_text(text)
+    return path
+
+
+def run_file(path, lib_dirs=()):
+    out = io.StringIO()
+    run(load(path), [], out=out, base_dir=str(path.parent), lib_dirs=[str(d) for d in lib_dirs],
+        filename=str(path))
+    return out.getvalue()
+
+
+def test_import_json_and_text_with_aliases_and_module_scopes(tmp_path):
+    # Each file resolves calls in its own namespace: lib's @twice calls lib's @one,
+    # not the main program's @one.
+    lib = parse_program("@one: int { x: int = const 1; ret x; } "
+                        "@twice: int { a: int = call @one; b: int = add a a; ret b; }")
+    write(tmp_path / "lib.json", json.dumps(lib))
+    (tmp_path / "sub").mkdir()          # a library folder (-L)
+    write(tmp_path / "sub" / "x.bril", "@three: int { x: int = const 3; ret x; }")
+    main = write(tmp_path / "main.bril", """
+    from "lib.json" import @twice as @two;
+    from "x.bril" import @three;
+    @one: int { x: int = const 100; ret x; }
+    @main { a: int = call @two; b: int = call @three; c: int = call @one; print a b c; }""")
+    assert run_file(main, [tmp_path / "sub"]) == "2 3 100\n"
+
+
+def test_import_cycles_are_allowed(tmp_path):
+    write(tmp_path / "a.bril", 'from "b.bril" import @b; '
+          "@a(n: int) { zero: int = const 0; done: bool = eq n zero; br done .end .more; "
+          ".more: one: int = const 1; m: int = sub n one; print n; call @b m; .end: nop; }")
+    write(tmp_path / "b.bril", 'from "a.bril" import @a; @b(n: int) { call @a n; }')
+    main = write(tmp_path / "main.bril", 'from "a.bril" import @a; '
+                 "@main { n: int = const 3; call @a n; }")
+    assert run_file(main) == "3\n2\n1\n"
+
+
+@pytest.mark.parametrize("imports, message", [
+    ('from "nowhere.bril" import @f;', "cannot find imported file nowhere.bril"),
+    ('from "lib.bril" import @g;', "lib.bril has no function @g to import"),
+    ('from "lib.bril" import @f as @main;', "imported function @main conflicts"),
+    ('from "lib.bril" import @f; from "lib2.bril" import @f;', "imported function @f conflicts"),
+])
+def test_import_errors(tmp_path, imports, message):
+    write(tmp_path / "lib.bril", "@f { nop; }")
+    write(tmp_path / "lib2.bril", "@f { nop; }")
+    main = write(tmp_path / "main.bril", imports + " @main { nop; }")
+    with pytest.raises(BrilError) as info:
+        run_file(main)
+    assert info.value.message.startswith(message)

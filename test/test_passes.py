@@ -18,6 +18,11 @@ import functools
 import io
 import json
 import math
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -27,7 +32,7 @@ from bril.program import check_program
 from bril.text import parse_program
 from bril.passes import registry
 from bril.passes.ssa import to_ssa, from_ssa
-from corpus import BENCHMARKS, CONFORMANCE, args_of, bril_files, case_id
+from corpus import BENCHMARKS, CONFORMANCE, ROOT, args_of, bril_files, case_id
 
 PROGRAMS = (bril_files("benchmarks") + bril_files(root=BENCHMARKS)
             + bril_files("test", "interp") + bril_files("test", "interp-error"))
@@ -264,3 +269,55 @@ def test_passes_keep_unknown_fields():
         instr["note"] = "kept"
     new = registry.run_pipeline(prog, ["lvn"])
     assert all(i.get("note") == "kept" for i in new["functions"][0]["instrs"])
+
+
+# --- The command --------------------------------------------------------------------
+
+def bril_opt(*args, stdin=b""):
+    """Run the installed `bril-opt` console script (as users do)."""
+    script = Path(sys.executable).parent / "bril-opt"
+    cmd = [str(script)] if script.exists() else [sys.executable, "-m", "bril.cli.bril_opt"]
+    return subprocess.run(cmd + list(args), input=stdin, capture_output=True, timeout=120)
+
+
+def test_command_runs_a_pipeline_like_the_library():
+    prog = parse_program((CONFORMANCE / "benchmarks" / "core" / "sum-check.bril").read_text())
+    done = bril_opt("lvn", "tdce", stdin=json.dumps(prog).encode())
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == registry.run_pipeline(prog, ["lvn", "tdce"])
+    done = bril_opt("-O", stdin=json.dumps(prog).encode())
+    assert json.loads(done.stdout) == registry.optimize(prog)
+
+
+def test_command_lists_the_passes():
+    done = bril_opt("--list")
+    assert done.returncode == 0
+    text = done.stdout.decode()
+    for name, p in registry.PASSES.items():
+        assert f"{name}  " in text and p.description in text
+    assert " ".join(registry.O_PIPELINE) in text
+
+
+@pytest.mark.parametrize("args, stdin, message", [
+    (["nope"], b'{"functions": []}', "error: unknown pass 'nope' (see bril-opt --list)"),
+    (["tdce"], b'{"functions": [', "error: 1:16: invalid JSON: Expecting value"),
+    (["-O"], b'{"functions": [{"name": "main", "instrs": [{"op": "frob"}]}]}',
+     "error: @main, instruction 0: unknown opcode frob"),
+])
+def test_command_errors_are_one_line(args, stdin, message):
+    done = bril_opt(*args, stdin=stdin)
+    assert done.returncode == 2
+    assert done.stdout == b""
+    assert done.stderr.decode() == message + "\n"
+
+
+def test_turnt_opt_env_on_one_program_per_folder():
+    """The `opt` env of turnt.toml: stdout as X.out, optimized count as X.opt.prof."""
+    programs = sorted({p.parent: p for p in bril_files(root=BENCHMARKS)}.values())
+    assert programs, BENCHMARKS
+    script = Path(sys.executable).parent / "turnt"
+    turnt = str(script) if script.exists() else shutil.which("turnt")
+    done = subprocess.run([turnt, "-j", "-e", "opt"] + [str(p) for p in programs],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert len(re.findall(r"^ok \d+ ", done.stdout, re.M)) == len(programs), done.stdout

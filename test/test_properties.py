@@ -19,6 +19,7 @@ import copy
 import io
 import json
 import os
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -85,13 +86,30 @@ ENGINES = {
     "brili": _brili,
 }
 
-# "Trace on one input, run on another": record a trace of `prog` on
-# `case.argv`, splice it in, then run the result on `case.alt_argv`; it must
-# agree with simple_interp.run(prog, case.alt_argv).  One line per tracer:
-# name -> fn(prog, record_argv, run_argv) -> simple_interp.Outcome.
-# Empty until `brili --trace` exists (a property over an empty list would only
-# be a skipped test).
-TRACE_ENGINES = {}
+# Generated loops run a handful of times; the default threshold (56 visits)
+# would never trace them.
+TRACE_HOT = 2
+
+
+def _brili_trace(prog, argv):
+    """`brili --trace`: the training run's Outcome, and the traced program
+    (None when the training run failed)."""
+    from bril.tracer import trace_program
+    out = io.StringIO()
+    try:
+        result = trace_program(prog, list(argv), hot=TRACE_HOT, out=out)
+    except BrilError as err:
+        return simple_interp.Outcome(out.getvalue(), str(err), None), None
+    return simple_interp.Outcome(out.getvalue(), None, result.original_count), result.program
+
+
+# "Trace on one input, run on another": the training run behaves like a plain
+# run, and the traced program behaves like the original on the training input
+# and on another one.  One line per tracer:
+# name -> fn(prog, argv) -> (training Outcome, traced program or None).
+TRACE_ENGINES = {
+    "brili --trace": _brili_trace,
+}
 
 
 # --- transformations ----------------------------------------------------------------
@@ -133,16 +151,38 @@ def show(prog, argv):
     note(f"argv: {argv!r}")
 
 
+def json_difference(a, b, path="$"):
+    """Where two JSON values differ, or None.  Stricter than ==, which holds
+    for 1 == 1.0 == True and 0.0 == -0.0: types and float bits must match."""
+    if type(a) is not type(b):
+        return f"{path}: {a!r} ({type(a).__name__}) vs {b!r} ({type(b).__name__})"
+    if isinstance(a, dict):
+        if a.keys() != b.keys():
+            return f"{path}: keys {sorted(a)} vs {sorted(b)}"
+        return next((d for k in a if (d := json_difference(a[k], b[k], f"{path}.{k}"))), None)
+    if isinstance(a, list):
+        if len(a) != len(b):
+            return f"{path}: {len(a)} items vs {len(b)}"
+        return next((d for i, (x, y) in enumerate(zip(a, b))
+                     if (d := json_difference(x, y, f"{path}[{i}]"))), None)
+    if isinstance(a, float):
+        same = struct.pack("<d", a) == struct.pack("<d", b)
+    else:
+        same = a == b
+    return None if same else f"{path}: {a!r} vs {b!r}"
+
+
 def check_round_trip(prog):
     text = format_program(prog)
     note("text:\n" + text)
-    assert parse_program(text) == prog
+    diff = json_difference(parse_program(text), prog)
+    assert diff is None, f"parse(format(p)) differs from p at {diff}"
 
 
 def check_engine(engine, prog, argv, expected):
     pristine = copy.deepcopy(prog)
     got = ENGINES[engine](prog, argv)
-    assert prog == pristine, f"{engine} modified its input program"
+    assert json_difference(prog, pristine) is None, f"{engine} modified its input program"
     assert got.stdout == expected.stdout
     assert got.error == expected.error
     assert got.count == expected.count
@@ -154,7 +194,7 @@ def check_transformation(name, prog, argv, expected, transform=None):
     generated programs lack: shadow variables, undef, threaded jumps)."""
     pristine = copy.deepcopy(prog)
     new = (transform or TRANSFORMATIONS[name])(prog)
-    assert prog == pristine, f"{name} modified its input program"
+    assert json_difference(prog, pristine) is None, f"{name} modified its input program"
     check_program(new)
     note(f"after {name}:\n" + format_program(new))
     got = simple_interp.run(new, argv)
@@ -189,19 +229,53 @@ def test_text_commands_agree_with_api(prog):
     assert txt.stdout.decode("utf-8") == format_program(prog)
     back = _tool("bril2json", txt.stdout)
     assert back.returncode == 0, back.stderr
-    assert json.loads(back.stdout) == prog
+    diff = json_difference(json.loads(back.stdout), prog)
+    assert diff is None, f"bril2json output differs at {diff}"
 
 
 # --- 2. engines agree with the simple interpreter -----------------------------------
 
 @pytest.mark.parametrize("engine", sorted(ENGINES))
 @examples(150)
-@given(case=strategies.cases())
+@given(case=strategies.cases(strategies.ENGINE_TESTING))
 def test_engine_agrees_with_simple_interpreter(engine, case):
     show(case.prog, case.argv)
     expected = simple_interp.run(case.prog, case.argv)
     note(f"expected: {expected}")
     check_engine(engine, case.prog, case.argv, expected)
+
+
+# --- 4. traces recorded on one input, run on another -------------------------------
+
+@pytest.mark.parametrize("tracer", sorted(TRACE_ENGINES))
+@examples(100)
+@given(case=strategies.cases(strategies.TRACE_TESTING))
+def test_trace_on_one_input_runs_on_another(tracer, case):
+    show(case.prog, case.argv)
+    note(f"other argv: {case.alt_argv!r}")
+    check_trace(tracer, case.prog, case.argv, case.alt_argv)
+
+
+def check_trace(tracer, prog, argv, other_argv):
+    expected = simple_interp.run(prog, argv)
+    pristine = copy.deepcopy(prog)
+    training, traced = TRACE_ENGINES[tracer](prog, argv)
+    assert json_difference(prog, pristine) is None, f"{tracer} modified its input program"
+    assert training == expected, "the training run differs from a plain run"
+    if traced is None:
+        return
+    check_program(traced)
+    note("traced:\n" + format_program(traced))
+    for run_argv in (argv, other_argv):
+        original = simple_interp.run(prog, run_argv)
+        got = simple_interp.run(traced, run_argv)
+        assert got.stdout == original.stdout, f"traced program, argv {run_argv!r}"
+        assert got.error == original.error, f"traced program, argv {run_argv!r}"
+        for engine in ENGINES:
+            check_engine(engine, traced, run_argv, got)
+    again = simple_interp.run(traced, argv)
+    assert again.count is None or again.count <= expected.count, \
+        "the traced program runs more instructions on its training input"
 
 
 # --- 3. passes preserve behaviour ---------------------------------------------------

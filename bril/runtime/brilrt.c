@@ -19,7 +19,9 @@
  * pointer into the region fails the one bounds test `(uint64)off < len` with
  * the same message as an illegal offset, exactly as the interpreter reports
  * both.  Ids are never reused (messages print them).  Generated code does
- * loads and stores inline; only alloc and free call in here.
+ * loads and stores inline; only alloc and free call in here.  Large regions
+ * are mapped lazily, so (as in the interpreter) a huge, barely used region
+ * costs almost nothing.
  */
 
 #define _GNU_SOURCE
@@ -31,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #define NORETURN __attribute__((noreturn))
@@ -249,8 +252,44 @@ typedef struct {
 brt_region *brt_regions;
 static int64_t region_count, region_cap, live_regions;
 
-/* Regions larger than this are refused as the interpreter refuses them (bril/heap.py). */
-#define MAX_REGION (1LL << 27)
+/* Regions larger than JavaScript arrays allow are refused, as the interpreter
+ * refuses them (bril/heap.py MAX_REGION). */
+#define MAX_REGION ((1LL << 32) - 1)
+
+/* A region's block starts with this header; `data` points just after it.
+ * Large blocks are mapped lazily (MAP_NORESERVE): as in the interpreter, a huge
+ * region that is barely used costs (almost) nothing. */
+typedef struct {
+    size_t bytes;           /* mapped size, or 0 if from calloc */
+    size_t pad;
+} block_header;
+
+#define MAP_THRESHOLD ((size_t)1 << 20)
+
+static unsigned char *block_alloc(size_t cells, size_t cell_size) {
+    size_t bytes = sizeof(block_header) + cells * (cell_size + 1);
+    block_header *h;
+    if (bytes >= MAP_THRESHOLD) {
+        void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (p == MAP_FAILED) return NULL;
+        h = p;
+        h->bytes = bytes;
+    } else {
+        h = calloc(1, bytes);
+        if (!h) return NULL;
+        h->bytes = 0;
+    }
+    return (unsigned char *)(h + 1);
+}
+
+static void block_free(unsigned char *data) {
+    block_header *h = (block_header *)data - 1;
+    if (h->bytes)
+        munmap(h, h->bytes);
+    else
+        free(h);
+}
 
 int64_t brt_alloc(int64_t amount, int64_t cell_size) {
     if (amount <= 0) failf("must allocate a positive amount of memory: %lld <= 0", (long long)amount);
@@ -260,7 +299,7 @@ int64_t brt_alloc(int64_t amount, int64_t cell_size) {
         brt_regions = realloc(brt_regions, (size_t)region_cap * sizeof *brt_regions);
         if (!brt_regions) brt_fail("out of memory");
     }
-    unsigned char *data = calloc((size_t)amount, (size_t)cell_size + 1);
+    unsigned char *data = block_alloc((size_t)amount, (size_t)cell_size);
     if (!data) failf("cannot allocate %lld entries", (long long)amount);
     int64_t id = region_count++;
     brt_regions[id].data = data;
@@ -273,7 +312,7 @@ void brt_free(int64_t region, int64_t offset) {
     if (offset != 0 || brt_regions[region].data == NULL)
         failf("Tried to free illegal memory location base: %lld, offset: %lld. Offset must be 0.",
               (long long)region, (long long)offset);
-    free(brt_regions[region].data);
+    block_free(brt_regions[region].data);
     brt_regions[region].data = NULL;
     brt_regions[region].len = 0;
     live_regions--;
