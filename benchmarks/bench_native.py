@@ -39,16 +39,16 @@ import harness
 # Interpreter runs of about 1 s or more on this machine.
 DEFAULT_PROGRAMS = [
     "corpus:mem/mat-mul.bril 110 109658",
-    "corpus:float/leibniz.bril",            # no arguments: a fixed 0.8 s run
+    "corpus:float/leibniz.bril",            # no arguments: a fixed, shorter run
     "corpus:core/sum-check.bril 6000000",
-    "loops/prime-count.bril 110000",
+    "loops/prime-count.bril 160000",
     "corpus:core/ackermann.bril 3 8",
-    "recursion/fib-rec.bril 29",
+    "recursion/fib-rec.bril 30",
     "float/nbody.bril 14000",
     "memory/merge-sort.bril 50000 7",
-    "memory/sieve.bril 1000000",
-    "char/caesar.bril 120000 k e y 2718",
-    "spec/speculate-guard.bril 400000 250000 70 100",
+    "memory/sieve.bril 1500000",
+    "char/caesar.bril 180000 k e y 2718",
+    "spec/speculate-guard.bril 700000 400000 70 100",
 ]
 
 

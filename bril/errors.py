@@ -45,6 +45,10 @@ def run_main(body):
         sys.stdout.flush()
         print("error: program recursion too deep", file=sys.stderr)
         sys.exit(EXIT_ERROR)
+    except UnicodeEncodeError as e:     # e.g. a lone surrogate in a JSON string
+        print(f"error: text cannot be written as UTF-8 ({e.reason}: "
+              f"{e.object[e.start:e.end]!r})", file=sys.stderr)
+        sys.exit(EXIT_ERROR)
     except (BrokenPipeError, KeyboardInterrupt):
         sys.exit(1)
     sys.exit(code or 0)

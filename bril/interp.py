@@ -29,11 +29,12 @@ For a tracer or a native engine: `compile_program(prog, ...)` returns the
 `CompiledProgram`, whose `codes` map function indices to `FunctionCode`
 objects (blocks in layout order, variables at block entry, generated source,
 `entry_source()` to start a function at any block with given variables); see
-`bril.codegen`.
+`bril.codegen`.  `run(..., recorder=R)` (or `run_recording`) runs the
+functions' recording variants, which report entries, blocks and returns to R
+(`brili --trace`).
 """
 
 import io
-import os
 import re
 import sys
 import threading
@@ -43,8 +44,7 @@ from . import codegen
 from . import heap as heapmod
 from .linker import link
 from .ops import HELPERS as OP_HELPERS
-from .values import (UNDEF, MISSING, format_float, format_value, kind_of, js_type_text,
-                     parse_main_args, type_check)
+from .values import UNDEF, MISSING, format_float, format_value, kind_of, parse_main_args
 
 # Nested Bril calls allowed before "recursion too deep" (the reference, on a 1 MB
 # JavaScript stack, stops far earlier).
@@ -242,6 +242,10 @@ def _translate(exc):
             if kind == "var":
                 return BrilError(f"undefined variable {name}")
             return BrilError(f"get without corresponding set for {name}")
+    if isinstance(exc, ZeroDivisionError):
+        # `div` on operands known to be non-negative compiles to a bare `//`
+        # (ops.py's py_nonneg template), which lets Python catch the zero.
+        return BrilError("division by zero")
     if isinstance(exc, RecursionError):
         return BrilError(f"recursion too deep (more than {MAX_CALL_DEPTH} nested calls)")
     if isinstance(exc, MemoryError):

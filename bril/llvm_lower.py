@@ -36,9 +36,9 @@ Structure, with the future JIT in mind:
   reuses `Lowering.lower_instr` with another scaffolding: variables loaded
   from an array of i64 slots at entry, `guard` returning its exit number
   (an abort needs no copy: the slots are untouched until an exit writes the
-  live variables back), `call`/`ret` refused.  Slots use the encoding of heap
-  cells (`to_cell`/`from_cell`): int as is, float bit-cast, bool 0/1, char its
-  code point, a pointer two slots (region id, offset).
+  live variables back), `call`/`ret` refused.  Slots would hold int as is,
+  float bit-cast, bool 0/1, char its code point, a pointer in two slots
+  (region id, offset).
 """
 
 from llvmlite import ir
@@ -100,15 +100,15 @@ def llvm_type(key):
 
 
 def cell_type(key):
-    """How a value of type key is stored in a heap cell (8 bytes; 16 for a pointer).
-    bool and char are widened to i64 so scalar cells are uniform 64-bit words."""
-    if key == "float":
-        return F64
-    return POINTER if kind(key) == "ptr" else I64
+    """How a value of type key is stored in a heap cell: its natural size (bool one
+    byte 0/1, char a 32-bit code point, int and float 8 bytes, a pointer 16)."""
+    if key == "bool":
+        return I8
+    return llvm_type(key)
 
 
 def cell_size(key):
-    return 16 if kind(key) == "ptr" else 8
+    return {"bool": 1, "char": 4}.get(key, 16 if kind(key) == "ptr" else 8)
 
 
 # --- the run-time library --------------------------------------------------------------
@@ -536,14 +536,10 @@ class Lowering:
         return bld.gep(data, [off], source_etype=cell_type(elem)), flag
 
     def to_cell(self, v, key):
-        if key == "bool" or key == "char":
-            return self.b.zext(v, I64)
-        return v
+        return self.b.zext(v, I8) if key == "bool" else v
 
     def from_cell(self, v, key):
-        if key == "bool" or key == "char":
-            return self.b.trunc(v, llvm_type(key))
-        return v
+        return self.b.trunc(v, I1) if key == "bool" else v
 
     # --- the driver -----------------------------------------------------------------------
 

@@ -190,11 +190,11 @@ def build_executable(module, out_path, level=2):
 # --- in-process compilation (for the tracing JIT) -----------------------------------------------
 
 class JIT:
-    """MCJIT in this process.  `compile(module)` returns {function name: address};
-    compiling the same IR text twice returns the cached addresses (the code stays
-    alive as long as the JIT).  Machine code calls back into Python only through
-    addresses given to `add_symbol`, whose ctypes callbacks the caller keeps alive
-    (here: they are kept in `self.callbacks`)."""
+    """MCJIT in this process.  `compile(module)` returns {function name: address}
+    for the module's externally visible functions; compiling the same IR text
+    twice returns the cached addresses (the code stays alive as long as the
+    JIT).  Machine code calls back into Python only through addresses given to
+    `add_symbol`, whose ctypes callbacks are kept alive in `self.callbacks`."""
 
     def __init__(self, level=2):
         llvm = binding()
@@ -224,7 +224,8 @@ class JIT:
             if found is not None:
                 return found
             ref = optimize(text, self.level, self.tm)
-            names = [f.name for f in ref.functions if not f.is_declaration]
+            names = [f.name for f in ref.functions if not f.is_declaration
+                     and f.linkage.name not in ("internal", "private")]
             self.engine.add_module(ref)
             self.modules.append(ref)
             self.engine.finalize_object()

@@ -270,6 +270,12 @@ def wrap_check(lo, hi):
 
 
 def _div_range(a, b):
+    """Bounds of `div` (truncating).  The general bound |a / b| <= max|a| also
+    holds for INT_MIN / -1, which wraps to INT_MIN."""
+    if b[0] >= 1:           # positive divisor: monotone in a, shrinking towards 0
+        lo = a[0] // b[1] if a[0] >= 0 else -((-a[0]) // b[0])
+        hi = a[1] // b[0] if a[1] >= 0 else -((-a[1]) // b[1])
+        return lo, hi
     m = max(abs(a[0]), abs(a[1]))
     return max(-m, INT_MIN), min(m, INT_MAX)
 

@@ -130,25 +130,6 @@ def kind_of(v):
     return "undef"
 
 
-def type_check(v, typ):
-    """The reference's `typeCheck`: does value v have (declared) type typ?
-
-    For pointer types only pointer-ness is checked, as the reference does."""
-    if typ == "int":
-        return type(v) is int
-    if typ == "bool":
-        return type(v) is bool
-    if typ == "float":
-        return type(v) is float
-    if isinstance(typ, dict) and "ptr" in typ:
-        return type(v) is tuple
-    if typ == "char":
-        return type(v) is str
-    if typ == "any":
-        return True
-    raise BrilError(f"unknown type {js_type_text(typ)}")
-
-
 def type_cmp(lhs, rhs):
     """The reference's `typeCmp` between a call's declared type and the callee's."""
     if lhs == "any" or rhs == "any":

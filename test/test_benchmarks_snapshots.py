@@ -1,11 +1,13 @@
 """Our own benchmark programs (benchmarks/*/*.bril) and their snapshots.
 
-- The real `turnt` command runs the `brili` env of turnt.toml over every
-  program (stdout against X.out, the `total_dyn_inst` line against X.prof; a
-  program that errors, e.g. leaks memory, exits 2 and fails too), and the
-  `text` env (text -> JSON -> text round trip) over one program per folder:
-  test_text.py already round-trips all of them in process, so here it only
-  checks that the env works on our files.
+- The real `turnt` command runs every env of turnt.toml that applies to our
+  programs: `brili` (stdout against X.out, the `total_dyn_inst` line against
+  X.prof; a program that errors, e.g. leaks memory, exits 2 and fails too),
+  `opt` (after `bril-opt -O`: X.out and X.opt.prof), `trace` (the program
+  `brili --trace` writes: X.out and X.trace.prof), `aot` (a `brilc`
+  executable: X.out and X.prof), and `text` (text -> JSON -> text round trip)
+  over one program per folder: test_text.py already round-trips all of them
+  in process, so here it only checks that the env works on our files.
 - Every program carries the metadata later tools rely on: an ARGS line, an
   ALT-ARGS line after it, and both snapshot files in the corpus layout.
 - The ALT-ARGS inputs (no snapshots: they exist to test traces on inputs they
@@ -25,7 +27,8 @@ from corpus import BENCHMARKS, ROOT, bril_files
 
 PROGRAMS = bril_files(root=BENCHMARKS)
 ONE_PER_FOLDER = sorted({p.parent: p for p in PROGRAMS}.values())
-TURNT_RUNS = {"brili": PROGRAMS, "text": ONE_PER_FOLDER}
+TURNT_RUNS = {"brili": PROGRAMS, "text": ONE_PER_FOLDER, "opt": PROGRAMS, "trace": PROGRAMS,
+              "aot": PROGRAMS}
 
 
 def _id(path):
@@ -46,6 +49,8 @@ def test_there_are_enough_programs_in_every_category():
 @pytest.mark.parametrize("env", TURNT_RUNS)
 def test_turnt_env_passes_on_benchmarks(env):
     programs = TURNT_RUNS[env]
+    if env == "aot" and not (shutil.which("cc") or shutil.which("gcc")):
+        pytest.skip("no C compiler to link brilc's executables")
     config = tomllib.loads((ROOT / "turnt.toml").read_text())
     assert env in config["envs"], f"turnt.toml has no [envs.{env}]"
     # The console script installed next to this Python (as users run it).

@@ -16,7 +16,7 @@ import math
 
 import pytest
 
-from corpus import CONFORMANCE, args_of, bril_files, case_id
+from corpus import args_of, bril_files, case_id
 from bril.errors import BrilError
 from bril.interp import compile_program, run, run_capture
 from bril.text import parse_program
@@ -604,3 +604,46 @@ def test_import_errors(tmp_path, imports, message):
     with pytest.raises(BrilError) as info:
         run_file(main)
     assert info.value.message.startswith(message)
+
+
+# --- overflow tests dropped by range analysis must stay exact ---------------------------
+
+BOUNDARY_PROGRAMS = [
+    # counting up to INT_MAX with `lt`: i + 1 never overflows, s does
+    ("""@main(start: int, n: int) {
+      i: int = id start; s: int = const 0; one: int = const 1;
+    .h: c: bool = lt i n; br c .b .x;
+    .b: s: int = add s i; i: int = add i one; jmp .h;
+    .x: print i s; }""", [str(INT_MAX - 5), str(INT_MAX)]),
+    # counting down to INT_MIN with `gt`
+    ("""@main(start: int, m: int) {
+      i: int = id start; s: int = const 0; one: int = const 1;
+    .h: c: bool = gt i m; br c .b .x;
+    .b: s: int = sub s i; i: int = sub i one; jmp .h;
+    .x: print i s; }""", [str(INT_MIN + 5), str(INT_MIN)]),
+    # `le` up to INT_MAX - 1, then one step past the bound in the exit block
+    ("""@main(start: int, n: int) {
+      i: int = id start; one: int = const 1;
+    .h: c: bool = le i n; br c .b .x;
+    .b: i: int = add i one; jmp .h;
+    .x: j: int = add i one; k: int = add j one; print i j k; }""",
+     [str(INT_MAX - 4), str(INT_MAX - 2)]),
+    # products, quotients and differences of bounded values near the edges
+    ("""@main(a: int, b: int) {
+      ten: int = const 10; one: int = const 1; zero: int = const 0; m1: int = const -1;
+      i: int = const 0; x: int = const 3;
+    .h: c: bool = lt i ten; br c .b .x;
+    .b: x: int = mul x a; q: int = div x ten; r: int = mul q ten; d: int = sub x r;
+        y: int = div a m1; z: int = sub zero b; print x q d y z;
+        i: int = add i one; jmp .h;
+    .x: nop; }""", [str(INT_MAX), str(INT_MIN)]),
+]
+
+
+@pytest.mark.parametrize("src, argv", BOUNDARY_PROGRAMS)
+def test_boundary_arithmetic_matches_the_simple_interpreter(src, argv):
+    import simple_interp
+    prog = parse_program(src)
+    expected = simple_interp.run(prog, argv)
+    assert expected.error is None
+    assert run_capture(prog, argv) == (expected.stdout, expected.count)

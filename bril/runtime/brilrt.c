@@ -13,8 +13,9 @@
  *   - the dynamic instruction counter and the call-depth limit.
  *
  * Heap layout.  A pointer is the pair {region id, offset} (two i64).  Region
- * `r` owns one block of memory: `len` cells of 8 bytes (16 for pointer
- * cells: id then offset), then `len` bytes of "initialised" flags.  Freeing
+ * `r` owns one block of memory: `len` cells of the element type's natural
+ * size (bool 1 byte, char 4: a code point, int and float 8, pointer 16: id
+ * then offset), then `len` bytes of "initialised" flags.  Freeing
  * releases the block and sets `len` to 0, so every later access through any
  * pointer into the region fails the one bounds test `(uint64)off < len` with
  * the same message as an illegal offset, exactly as the interpreter reports
