@@ -33,6 +33,7 @@ INVERSE = {"lt": "ge", "ge": "lt", "le": "gt", "gt": "le",
 
 
 _PY_TYPE = {"int": int, "bool": bool, "float": float, "char": str}
+_BRIL_TYPE = {int: "int", bool: "bool", float: "float", str: "char"}
 
 
 def _matches(value, typ):
@@ -82,8 +83,16 @@ def number_values(items, fresh_name, known=None):
     variables defined before the trace to constants they surely hold."""
     n = _Numbering()
     for var, value in (known or {}).items():
-        v = n.vn(var)
-        n.const[v] = value
+        # Share the value number of a `const` of the same value, so that
+        # `div a two` and `div a two_again` are the same expression.
+        key = ("const", _BRIL_TYPE[type(value)], type(value).__name__, value)
+        v = n.expr.get(key)
+        if v is None:
+            v = n.expr[key] = n.fresh()
+            n.const[v] = value
+        # Not a holder: other variables are never replaced by it, since the
+        # trace may run where the original has not assigned it yet.
+        n.vn_of[var] = v
     out = []
     for it in items:
         ins = dict(it.instr)
