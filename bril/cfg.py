@@ -46,6 +46,27 @@ class NameSupply:
         return name
 
 
+def variable_names(func):
+    """Every variable name a function mentions (arguments, destinations, operands)."""
+    names = {a["name"] for a in func.get("args", ())}
+    for instr in func.get("instrs", ()):
+        if "dest" in instr:
+            names.add(instr["dest"])
+        names.update(instr.get("args", ()))
+    return names
+
+
+def label_names(instrs):
+    """Every label defined or referred to in an instruction list."""
+    names = set()
+    for i in instrs:
+        if "op" not in i:
+            names.add(i["label"])
+        else:
+            names.update(i.get("labels", ()))
+    return names
+
+
 def instr_labels(instr):
     """The labels an instruction refers to (jump targets, guard targets, phi labels)."""
     return instr.get("labels", ()) if "op" in instr else ()

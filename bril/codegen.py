@@ -1262,7 +1262,7 @@ class _Emitter:
             o.add(ind, line)
 
     def op_ptradd(self, instr, ind):
-        p = self.unpacked_ptr(instr, ind)
+        self.unpacked_ptr(instr, ind)       # sets the _hd/_ho/_hr temps ptradd_lines reads
         k = self.operand(instr, 1, "int")
         d = self.dest(instr)
         for line in heapmod.ptradd_lines(d, k):

@@ -52,3 +52,17 @@ def run_main(body):
     except (BrokenPipeError, KeyboardInterrupt):
         sys.exit(1)
     sys.exit(code or 0)
+
+
+def run_click(command):
+    """Run a click command under run_main: usage errors become one `error:` line too."""
+    import click        # only the commands built on click pay for importing it
+
+    def body():
+        try:
+            return command.main(standalone_mode=False)
+        except click.exceptions.Abort:
+            return 1
+        except click.ClickException as err:
+            raise BrilError(err.format_message()) from None
+    run_main(body)

@@ -14,7 +14,7 @@ Types in signatures: 'int', 'bool', 'float', 'char', 'ptr' (any pointer),
 'T' (the same type as the result / other 'T' operands), 'any' (anything).
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 import math
 import struct
 

@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from bril.cli.bril2json import run_click
+from bril.errors import run_click
 from bril.errors import BrilError
 
 RENDER_TIMEOUT = 300        # seconds; Graphviz can be slow on very large graphs

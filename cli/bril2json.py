@@ -5,7 +5,7 @@ import sys
 
 import click
 
-from bril.errors import BrilError, run_main
+from bril.errors import run_click
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -22,18 +22,6 @@ def bril2json(positions):
     prog = parse_program(sys.stdin.buffer.read(), positions=positions)
     # The reference tool's layout: two-space indent, sorted keys.
     sys.stdout.write(json.dumps(prog, indent=2, sort_keys=True) + "\n")
-
-
-def run_click(command):
-    """Run a click command under run_main: usage errors become one `error:` line too."""
-    def body():
-        try:
-            return command.main(standalone_mode=False)
-        except click.exceptions.Abort:
-            return 1
-        except click.ClickException as err:
-            raise BrilError(err.format_message()) from None
-    run_main(body)
 
 
 def main():

@@ -4,7 +4,7 @@ import sys
 
 import click
 
-from bril.cli.bril2json import run_click
+from bril.errors import run_click
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})

@@ -39,7 +39,7 @@ def bril_opt(optimize, list_passes, passes):
 
 
 def main():
-    from bril.cli.bril2json import run_click
+    from bril.errors import run_click
     run_click(bril_opt)
 
 

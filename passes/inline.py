@@ -24,42 +24,34 @@ instruction just before the `ret`, and read nowhere else, is computed straight
 into the call's destination.
 
 Reusable pieces (the tracer inlines callee blocks the same way):
-`variable_names`, `label_names`, `renaming`, `rename_instrs`, `inline_call`.
+`renaming`, `rename_instrs`, `inline_call`, `can_inline`, and from `bril.cfg`
+`variable_names`, `label_names`, `NameSupply`.
 """
 
 import copy
 
-from bril.cfg import CFG, fresh_name
+from bril.cfg import CFG, NameSupply, label_names, variable_names
 from bril.dataflow import uses
 from .safety import SPEC_OPS, FunctionFacts, ops_in, trusted_kinds, kind
-from . import lvn
 
 INLINE_LIMIT = 60           # callee instructions
 CALLER_LIMIT = 3000         # a caller stops growing at this many instructions
 
-variable_names = lvn.variable_names
+def _supply(names):
+    return names if isinstance(names, NameSupply) else NameSupply(names)
 
 
-def label_names(instrs):
-    """Every label defined or referred to in an instruction list."""
-    names = set()
-    for i in instrs:
-        if "op" not in i:
-            names.add(i["label"])
-        else:
-            names.update(i.get("labels", ()))
-    return names
+def renaming(names, taken, prefix):
+    """Map each name to a fresh `prefix.name` (`prefix.name.N` if that is taken).
 
-
-def renaming(names, used, prefix):
-    """Map each name to a fresh `prefix.name` (with a numeric suffix if taken);
-    the new names are added to `used`."""
+    taken: a set of names in use or a `NameSupply`; the new names are added."""
+    taken = _supply(taken)
     mapping = {}
     for n in sorted(names):
         new = f"{prefix}.{n}"
-        if new in used:
-            new = fresh_name(new, used)
-        used.add(new)
+        if new in taken.used:
+            new = taken.fresh(new)
+        taken.used.add(new)
         mapping[n] = new
     return mapping
 
@@ -86,8 +78,10 @@ def rename_instrs(instrs, var_map, label_map):
 def inline_call(call, callee, used_vars, used_labels):
     """The instructions that replace `call` by the body of `callee`.
 
-    used_vars / used_labels: the names taken in the caller (fresh names are added).
-    Does not check that inlining is allowed (see `can_inline`)."""
+    used_vars / used_labels: the variable and label names taken in the caller
+    (sets or `NameSupply`s; the fresh names are added).  Does not check that
+    inlining is allowed (see `can_inline`)."""
+    used_vars, used_labels = _supply(used_vars), _supply(used_labels)
     fname = callee["name"]
     body = callee.get("instrs", [])
     params = [a["name"] for a in callee.get("args", ())]
@@ -102,7 +96,7 @@ def inline_call(call, callee, used_vars, used_labels):
         else:
             var_map[p] = a
     label_map = renaming(label_names(body), used_labels, fname)
-    ret_label = fresh_name(f"{fname}.ret", used_labels)
+    ret_label = used_labels.fresh(f"{fname}.ret")
     renamed = rename_instrs(body, var_map, label_map)
     dest = call.get("dest")
     ret_reads = _single_use_vars(renamed)
@@ -114,7 +108,7 @@ def inline_call(call, callee, used_vars, used_labels):
             value = instr["args"][0]
             prev = out[-1] if out and k > 0 and renamed[k - 1] is out[-1] else None
             if (prev is not None and prev.get("dest") == value and value in ret_reads
-                    and prev.get("op") != "get"):
+                    and prev.get("type") == call.get("type")):
                 out[-1] = dict(prev, dest=dest, type=call["type"])
             else:
                 out.append({"op": "id", "dest": dest, "type": call["type"], "args": [value]})
@@ -275,8 +269,8 @@ def _inline_into(func, funcs, rec, infos):
             if instr.get("op") == "call":
                 defined_at[id(instr)] = defined
     kinds = trusted_kinds(func)
-    used_vars = variable_names(func)
-    used_labels = label_names(func.get("instrs", ()))
+    used_vars = NameSupply(variable_names(func))
+    used_labels = NameSupply(label_names(func.get("instrs", ())))
     size = sum(1 for i in func.get("instrs", ()) if "op" in i)
     out = []
     for instr in func.get("instrs", ()):

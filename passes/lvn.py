@@ -21,7 +21,7 @@ traces.
 """
 
 from bril import ops
-from bril.cfg import CFG, NameSupply
+from bril.cfg import CFG, NameSupply, variable_names
 from .safety import map_functions, SPEC_OPS
 from .values import const_of, fold, as_const_instr
 
@@ -154,16 +154,6 @@ def _copy_of(instr, var):
     new["op"] = "id"
     new["args"] = [var]
     return new
-
-
-def variable_names(func):
-    """Every variable name a function mentions (arguments, destinations, operands)."""
-    names = {a["name"] for a in func.get("args", ())}
-    for instr in func.get("instrs", ()):
-        if "dest" in instr:
-            names.add(instr["dest"])
-        names.update(instr.get("args", ()))
-    return names
 
 
 def lvn_instrs(func):

@@ -21,11 +21,10 @@ problem").  Then s' is merged into s wherever the two never hold different
 values at the same time (a liveness check), which deletes the `get` copies.
 """
 
-from bril.cfg import CFG, Block, NameSupply, fresh_name
+from bril.cfg import CFG, Block, NameSupply, fresh_name, variable_names
 from bril.dataflow import liveness, live_after_each
 from bril.dominance import immediate_dominators, dominator_tree, dominance_frontier
 from .safety import map_functions, SPEC_OPS, arg_names
-from .lvn import variable_names
 
 
 # --- Into SSA -------------------------------------------------------------------------

@@ -1,10 +1,11 @@
 """Hypothesis strategies for random, well-formed, terminating Bril programs.
 
 Programs are generated as structured code (blocks, ifs, counted loops,
-speculation regions, memory regions, calls) and lowered straight to Bril
-instructions, so every program terminates by construction:
+two-entry loops, speculation regions, memory regions, calls) and lowered
+straight to Bril instructions, so every program terminates by construction:
 
-* loops count a read-only counter over a constant trip count;
+* loops count a read-only counter up to a constant trip count (some also stop
+  early at an input-dependent bound);
 * functions only call functions generated before them, plus bounded
   self-recursion on a read-only depth argument;
 * a static cost estimate (dynamic instructions, trip counts multiplied in)
@@ -12,21 +13,22 @@ instructions, so every program terminates by construction:
 
 Programs are also well-formed and well-typed: every variable has one type in
 its function and is only read where it is defined on every path; memory
-regions are initialised before reading, only indexed in bounds, and freed;
-speculation regions contain no call or ret and are never left by a jump.
+regions are initialised before reading, only indexed in bounds (also by
+callees they are lent to, through pointer arguments), and freed; speculation
+regions contain no call or ret and are never left by a jump.
 
 Run-time errors happen only where intended (a division by any variable, an
 int2char of a computed code point), and rarely; the properties compare error
-behaviour too.  `Limits` switches features off, e.g. to compare against the
-reference interpreter, which reads JSON integers as doubles and ends all
-speculation at an inner commit.
+behaviour too.  `Limits` switches features on and off: e.g. reads of maybe
+undefined variables for engines, or only what the reference interpreter
+agrees on (it reads JSON integers as doubles and ends all speculation at an
+inner commit).
 
 The JSON is in the canonical shape `bril2json` produces (no empty `args`,
 no `type` on void functions), so `parse(format(p)) == p` is a fair property.
 """
 
-from dataclasses import dataclass, replace
-import math
+from dataclasses import dataclass, field
 
 from hypothesis import strategies as st
 
@@ -119,6 +121,7 @@ class Signature:
     ret: str | None
     cost: int             # static estimate of dynamic instructions per call
     recursive: bool = False
+    sizes: dict = field(default_factory=dict)   # pointer parameter -> cells it may use
 
 
 _ANY_FLOAT = st.floats(allow_nan=False, allow_infinity=False)
@@ -146,7 +149,8 @@ class _FunctionGen:
         self.readonly = set()         # counters, bounds, depth argument
         self.counters = {}            # loop counter -> (lo, hi) while in its body
         self.loops = []               # (continue label, break label) of enclosing loops
-        self.regions = []             # (pointer, element type, size) of live allocations
+        self.regions = []             # (pointer, element type, size) of memory in reach
+        self.owned = 0                # how many of them this code must still free
         self.in_spec = 0              # speculation depth
         self.mult = 1                 # product of enclosing trip counts
         self.cost = 0
@@ -160,6 +164,10 @@ class _FunctionGen:
         for name, typ in sig.params:
             self.types[name] = typ
             self.defined.add(name)
+            if isinstance(typ, dict):
+                # Borrowed memory: at least `size` initialised cells; never freed here.
+                self.regions.append((name, typ["ptr"], sig.sizes[name]))
+                self.readonly.add(name)
 
     def pick(self, seq):
         return _pick(self.draw, seq)
@@ -409,7 +417,7 @@ class _FunctionGen:
         return getattr(self, "stmt_" + kind)()
 
     def may_return(self):
-        return not self.in_spec and not self.regions
+        return not self.in_spec and not self.owned
 
     def stmt_assign(self):
         typ = self.pick(self.enabled_types())
@@ -628,7 +636,9 @@ class _FunctionGen:
         saved_loops = self.loops
         self.loops = []                    # no break/continue past the free
         self.regions = self.regions + [(p, elem, size)]
+        self.owned += 1
         self.nested(self.block)
+        self.owned -= 1
         self.regions = self.regions[:-1]
         self.loops = saved_loops
         if d(st.booleans()):
@@ -677,8 +687,17 @@ class _FunctionGen:
         self.op(None, None, "store", [q, self.operand(elem)])
         return True
 
+    def memory_for(self, elem, size):
+        """Regions in reach that can lend `size` cells of `elem`."""
+        return [r for r in self.regions if r[1] == elem and r[2] >= size]
+
+    def can_pass(self, sig):
+        return all(self.memory_for(t["ptr"], sig.sizes[n])
+                   for n, t in sig.params if isinstance(t, dict))
+
     def callable(self):
-        return [s for s in self.callees if self.cost + self.mult * s.cost <= self.lim.budget] + (
+        return [s for s in self.callees
+                if self.cost + self.mult * s.cost <= self.lim.budget and self.can_pass(s)] + (
             [self.sig] if self.sig.recursive and self.mult == 1 and self.self_calls < 2 else [])
 
     def stmt_call(self):
@@ -686,7 +705,18 @@ class _FunctionGen:
         callee = self.pick(self.callable())
         args = []
         for pname, ptype in callee.params:
-            if callee.recursive and pname == "depth":
+            if isinstance(ptype, dict):
+                # Lend memory: a region's start, or a pointer into it that still
+                # leaves the callee its cells.
+                need = callee.sizes[pname]
+                p, elem, size = self.pick(self.memory_for(ptype["ptr"], need))
+                shift = self.draw(st.integers(0, size - need))
+                if shift:
+                    arg = self.fresh_var(ptype)
+                    self.op(arg, ptype, "ptradd", [p, self.const("int", shift)])
+                else:
+                    arg = p
+            elif callee.recursive and pname == "depth":
                 if callee is self.sig:
                     self.self_calls += 1
                     arg = self.fresh_var("int")
@@ -788,8 +818,13 @@ def cases(draw, limits=DEFAULT):
     for k in range(draw(st.integers(0, limits.max_helpers))):
         recursive = draw(st.integers(0, 2)) == 2
         params = [("depth", "int")] if recursive else []
-        params += [(f"p{j}", _pick(draw, types))
-                   for j in range(draw(st.integers(0, 3)))]
+        sizes = {}
+        for j in range(draw(st.integers(0, 3))):
+            typ = _pick(draw, types)
+            if limits.memory and draw(st.integers(0, 3)) == 3:
+                sizes[f"p{j}"] = draw(st.integers(1, 3))
+                typ = {"ptr": typ}
+            params.append((f"p{j}", typ))
         ret = _pick(draw, [None, *types])
         name = f"{prefix}{k}"
         pick = draw(st.integers(0, 5))
@@ -798,7 +833,7 @@ def cases(draw, limits=DEFAULT):
             name = _pick(draw, [n for n in HOSTILE_NAMES if n not in taken])
         elif pick == 4 and callees and _twin(callees[-1].name) not in taken | {None}:
             name = _twin(callees[-1].name)
-        sig = Signature(name, params, ret, 0, recursive)
+        sig = Signature(name, params, ret, 0, recursive, sizes)
         gen = _FunctionGen(draw, limits, sig, list(callees), is_main=False)
         funcs.append(gen.body())
         sig.cost = _activation_cost(gen.cost + 1, sig, limits)
