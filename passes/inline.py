@@ -6,8 +6,9 @@ change behaviour or add executed instructions:
   and uses no speculation, `phi`, `set` or `get` (its shadow variables would
   mix with the caller's) and no `load` (an uninitialized read names the
   pointer variable in its message); the caller uses no speculation or `phi`;
-- every variable the callee reads is assigned on every path to the read (an
-  unassigned read would fail naming the renamed variable);
+- every variable the callee reads is assigned on every path to the read, and
+  every label it jumps to exists (such failures name the renamed variable or
+  label);
 - the checks the interpreter makes at a call are sure to pass: the argument
   count matches; every argument is assigned and has a trusted kind equal to its
   parameter's; a call with a result names exactly the callee's return type and
@@ -32,7 +33,7 @@ import copy
 
 from bril.cfg import CFG, NameSupply, label_names, variable_names
 from bril.dataflow import uses
-from .safety import SPEC_OPS, FunctionFacts, ops_in, trusted_kinds, kind
+from .safety import SPEC_OPS, FunctionFacts, ops_in, trusted_kinds, kind, well_formed
 
 INLINE_LIMIT = 60           # callee instructions
 CALLER_LIMIT = 3000         # a caller stops growing at this many instructions
@@ -167,6 +168,10 @@ class _CalleeInfo:
         self.ok = True
         self.ret_costs = []
         reachable = cfg.reachable()
+        # A jump to a missing label fails naming the (renamed) label.
+        defined_labels = {i["label"] for i in func.get("instrs", ()) if "op" not in i}
+        if label_names(func.get("instrs", ())) - defined_labels:
+            self.ok = False
         # A read of an unassigned variable would fail naming the renamed variable.
         for name in reachable:
             block = cfg.blocks[name]
@@ -253,7 +258,7 @@ def inline(prog):
     infos = {}
     for name in order:
         func = funcs[name]
-        if ops_in(func) & (SPEC_OPS | {"phi"}):
+        if ops_in(func) & (SPEC_OPS | {"phi"}) or not well_formed(func):
             continue
         func["instrs"] = _inline_into(func, funcs, rec, infos)
         infos.pop(name, None)
@@ -277,7 +282,8 @@ def _inline_into(func, funcs, rec, infos):
         callee_name = instr.get("funcs", [None])[0] if instr.get("op") == "call" else None
         callee = funcs.get(callee_name)
         if (callee is None or callee_name in rec or callee_name == func["name"]
-                or ops_in(callee) & _AVOID_IN_CALLEE or size >= CALLER_LIMIT):
+                or ops_in(callee) & _AVOID_IN_CALLEE or size >= CALLER_LIMIT
+                or not well_formed(callee)):
             out.append(instr)
             continue
         info = infos.get(callee_name)

@@ -36,12 +36,42 @@ def arg_names(func):
     return [a["name"] for a in func.get("args", ())]
 
 
+def well_formed(func):
+    """True if every instruction has the shape its op needs: a `dest` and a
+    `type` exactly for value ops (optional for `call`), and the documented
+    numbers of arguments, labels and function names.  Passes leave other
+    functions unchanged: the interpreter reports their problems when they run."""
+    for instr in func.get("instrs", ()):
+        op = instr.get("op")
+        if op is None:
+            continue
+        spec = ops.OPS[op]
+        has_dest = "dest" in instr
+        if has_dest != ("type" in instr):
+            return False
+        if has_dest != spec.is_value and not spec.optional_result:
+            return False
+        if op == "const" and "value" not in instr:
+            return False
+        nargs = len(instr.get("args", ()))
+        if spec.args is not None and nargs != len(spec.args):
+            return False
+        if op == "ret" and nargs > 1:
+            return False
+        nlabels = len(instr.get("labels", ()))
+        if nlabels != (nargs if spec.labels == -1 else spec.labels):
+            return False
+        if len(instr.get("funcs", ())) != spec.funcs:
+            return False
+    return True
+
+
 def map_functions(prog, transform, avoid=SPEC_OPS):
-    """A deep copy of `prog` where every function that uses none of the ops in
-    `avoid` gets `transform(func)` (which returns its new instruction list)."""
+    """A deep copy of `prog` where every well-formed function that uses none of
+    the ops in `avoid` gets `transform(func)` (which returns its new instructions)."""
     out = copy.deepcopy(prog)
     for func in out["functions"]:
-        if not ops_in(func) & avoid:
+        if not ops_in(func) & avoid and well_formed(func):
             func["instrs"] = transform(func)
     return out
 

@@ -3,16 +3,16 @@
 `to_ssa`: the classic construction.  Every assignment but the first one met
 (in dominator-tree order) gets a fresh name (`x.1`, `x.2`, ...; arguments keep
 theirs), so a program that assigns each variable once keeps its names (and
-error messages that name variables stay the same).  Where definitions meet (iterated
-dominance frontiers, pruned to variables live there) the block starts with
-`x.3: T = get` and every predecessor ends (before its jump) with `set x.3 v`
-for the version v it has.  When some path into the block has no definition,
-that predecessor sets a fresh `undef` instead: a program that read an
-unassigned variable there then fails on an undefined value rather than an
-unassigned variable.  Unreachable blocks are dropped; if the first block is a
-jump target a new empty entry block is added.  Functions that already use
-`set`/`get`/`phi`, that use speculation, or where a merged variable has two
-different types are left unchanged.
+error messages that name variables stay the same).  Where definitions meet
+(iterated dominance frontiers, pruned to variables live there) the block starts
+with `x.3: T = get` and every predecessor ends (before its jump) with
+`set x.3 v` for the version v it has.  A variable that some path brings to such
+a merge unassigned is left as an ordinary variable (not renamed, not merged):
+an `undef` there would turn the program's "undefined variable" error into a
+different error, or into none.  Unreachable blocks are dropped; if the first
+block is a jump target a new empty entry block is added.  Functions that
+already use `set`/`get`/`phi`, that use speculation, or where a merged variable
+has two different types are left unchanged.
 
 `from_ssa`: each shadow variable s becomes an ordinary variable s' (`set s v`
 becomes `s': T = id v`, `s: T = get` becomes `s: T = id s'`), which is exactly
@@ -40,6 +40,21 @@ def _declared_types(func):
 
 
 def to_ssa_instrs(func):
+    instrs, unassigned = _convert(func, frozenset())
+    if unassigned:
+        instrs, _ = _convert(func, unassigned)
+    return instrs
+
+
+def maybe_unassigned_variables(func):
+    """The variables `to_ssa` keeps as ordinary, possibly reassigned variables:
+    those that some path reaches a merge point without assigning."""
+    return _convert(func, frozenset())[1]
+
+
+def _convert(func, keep):
+    """(instructions in SSA form, variables found unassigned on some path into a
+    merge).  Variables in `keep` are left as they are: not renamed, not merged."""
     instrs = func.get("instrs", [])
     cfg = CFG.from_function(func)
     live = cfg.reachable()
@@ -64,7 +79,7 @@ def to_ssa_instrs(func):
         defsites.setdefault(a, set()).add(cfg.entry)
     for n, b in cfg.blocks.items():
         for i in b.instrs:
-            if "dest" in i:
+            if "dest" in i and i["dest"] not in keep:
                 defsites.setdefault(i["dest"], set()).add(n)
     merges = {n: [] for n in cfg.blocks}       # block -> variables merged at its start
     for v, sites in defsites.items():
@@ -79,7 +94,7 @@ def to_ssa_instrs(func):
     for n, vs in merges.items():
         for v in vs:
             if len({repr(t) for t in types.get(v, [])}) != 1:
-                return instrs               # merging values of different types
+                return instrs, set()        # merging values of different types
         vs.sort()
 
     names = NameSupply(variable_names(func))
@@ -101,8 +116,8 @@ def to_ssa_instrs(func):
             instr = dict(instr)
             if "args" in instr:
                 instr["args"] = [stacks[a][-1] if stacks.get(a) else a for a in instr["args"]]
-            if "dest" in instr:
-                v = instr["dest"]
+            v = instr.get("dest")
+            if v is not None and v not in keep:
                 if v in unclaimed:          # the first definition keeps the name
                     unclaimed.discard(v)
                 else:
@@ -120,25 +135,22 @@ def to_ssa_instrs(func):
             stacks[v].pop()
 
     _with_recursion_limit(len(cfg.blocks), rename, cfg.entry)
+    unassigned = {v for (_, _, v), value in incoming.items() if value is None}
+    if unassigned:
+        return None, unassigned
 
     for n, b in cfg.blocks.items():
         gets = [{"op": "get", "dest": merge_name[(n, v)], "type": types[v][0]}
                 for v in merges[n]]
         body = new_instrs[n]
-        sets = []
-        for s in cfg.succs[n]:
-            for v in merges[s]:
-                value = incoming[(n, s, v)]
-                if value is None:
-                    value = names.fresh(v + ".undef")
-                    sets.append({"op": "undef", "dest": value, "type": types[v][0]})
-                sets.append({"op": "set", "args": [merge_name[(s, v)], value]})
+        sets = [{"op": "set", "args": [merge_name[(s, v)], incoming[(n, s, v)]]}
+                for s in cfg.succs[n] for v in merges[s]]
         term = b.terminator
         if term is not None:
             b.instrs = gets + body[:-1] + sets + body[-1:]
         else:
             b.instrs = gets + body + sets
-    return cfg.to_instrs()
+    return cfg.to_instrs(), set()
 
 
 def _with_recursion_limit(depth, fn, *args):
@@ -185,10 +197,7 @@ def from_ssa_instrs(func):
             out.append(dict(i, op="id", args=[shadow_var[i["dest"]]]))
         else:
             out.append(i)
-    for s in shadows:
-        if s in get_type:
-            out = _coalesce(func, out, s, shadow_var[s])
-    return out
+    return _coalesce(out, {shadow_var[s]: s for s in shadows if s in get_type})
 
 
 def _read_before_set(instrs):
@@ -207,31 +216,41 @@ def _read_before_set(instrs):
     return {v[1] for v in live_in[cfg.entry] if isinstance(v, tuple)}
 
 
-def _coalesce(func, instrs, var, shadow):
-    """Rename `shadow` to `var` if they never hold different values at once."""
+def _coalesce(instrs, pairs):
+    """Rename each shadow variable s' to its variable s (pairs: {s': s}) where the
+    two never hold different values at once; the `s = id s'` copies then go.
+
+    One liveness computation serves every pair: the pairs share no variable,
+    and a variable's liveness depends only on its own uses and definitions."""
     cfg = CFG.from_instrs(instrs)
     live_in, live_out = liveness(cfg)
-    if shadow in live_in[cfg.entry]:
-        return instrs           # a `get` may run before any `set`: keep its failure
+    partner = {}
+    for shadow, var in pairs.items():
+        partner[shadow], partner[var] = var, shadow
+    # A `get` that may run before any `set` keeps its failure: no merging.
+    good = {shadow for shadow in pairs if shadow not in live_in[cfg.entry]}
     for block in cfg.blocks.values():
         after = live_after_each(block, live_out[block.name])
         for instr, live in zip(block.instrs, after):
             d = instr.get("dest")
-            copy_between = instr.get("op") == "id" and instr.get("args") in ([var], [shadow])
-            if d == shadow and var in live and not copy_between:
-                return instrs
-            if d == var and shadow in live and not copy_between:
-                return instrs
+            other = partner.get(d)
+            if other is None or other not in live:
+                continue
+            if instr.get("op") == "id" and instr.get("args") == [other]:
+                continue            # a copy between the two: same value
+            good.discard(d if d in pairs else other)
+    rename = {shadow: pairs[shadow] for shadow in good}
     out = []
     for i in instrs:
         if "op" in i:
-            if i["op"] == "id" and i.get("dest") == var and i.get("args") == [shadow]:
-                continue        # the former `get`: now `var = id var`
+            src = (i.get("args") or [None])[0]
+            if i["op"] == "id" and src in rename and i.get("dest") == rename[src]:
+                continue            # the former `get`: would be `s = id s`
             i = dict(i)
-            if i.get("dest") == shadow:
-                i["dest"] = var
+            if i.get("dest") in rename:
+                i["dest"] = rename[i["dest"]]
             if "args" in i:
-                i["args"] = [var if a == shadow else a for a in i["args"]]
+                i["args"] = [rename.get(a, a) for a in i["args"]]
         out.append(i)
     return out
 
