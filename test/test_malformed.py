@@ -38,7 +38,8 @@ READS_TEXT = {"bril2json"}
 # config): they get each input as that file instead of on stdin.
 READS_FILE_ARGUMENT = {"bril-bench"}
 # Command-line arguments that make a command do its main job on stdin.
-DEFAULT_ARGS = {"bril-opt": ["-O"]}
+# brilc without -o would write a.out into the working directory.
+DEFAULT_ARGS = {"bril-opt": ["-O"], "brilc": ["--emit-llvm"]}
 
 
 def commands():
@@ -254,7 +255,7 @@ def run_case(name, entry, case, tmp):
         args, stdin = [*args, str(path)], b""
     try:
         r = subprocess.run(invocation(entry) + args, input=stdin, capture_output=True,
-                           timeout=TIMEOUT, cwd=ROOT)
+                           timeout=TIMEOUT, cwd=tmp)  # commands that write files (brilc: a.out) write there
     except subprocess.TimeoutExpired:
         return f"{case.name}: no answer within {TIMEOUT} s"
     err = r.stderr.decode("utf-8", "replace")
