@@ -3,6 +3,8 @@
 Only blocks reachable from the entry take part (unreachable blocks have no
 dominators).  Immediate dominators come from the Cooper-Harvey-Kennedy
 iteration over reverse postorder; everything else derives from them.
+`dominators` gives explicit sets (simple, quadratic in size on long chains);
+`Dominance` answers "does a dominate b" in constant time for large functions.
 """
 
 
@@ -103,12 +105,3 @@ class Dominance:
         pa, pb = self.pre.get(a), self.pre.get(b)
         return (pa is not None and pb is not None
                 and pa <= pb and self.post[b] <= self.post[a])
-
-
-def dominates(dom, a, b):
-    """True if block a dominates block b (dom from `dominators`)."""
-    return a in dom.get(b, ())
-
-
-def strictly_dominates(dom, a, b):
-    return a != b and a in dom.get(b, ())

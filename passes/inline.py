@@ -38,6 +38,7 @@ from .safety import SPEC_OPS, FunctionFacts, ops_in, trusted_kinds, kind, well_f
 INLINE_LIMIT = 60           # callee instructions
 CALLER_LIMIT = 3000         # a caller stops growing at this many instructions
 
+
 def _supply(names):
     return names if isinstance(names, NameSupply) else NameSupply(names)
 

@@ -224,6 +224,10 @@ class Interpreter:
                 elif t == "int" and not isinstance(v, bool):
                     v = wrap64(int(v))
                 env[ins["dest"]] = v
+            elif op in ("and", "or") and arg(ins, 0, "bool") == (op == "or"):
+                # Short-circuit like the reference: the second argument is not
+                # even looked up (an undefined or ill-typed one goes unnoticed).
+                env[ins["dest"]] = op == "or"
             elif spec.py is not None:
                 vals = [arg(ins, i, t) for i, t in enumerate(spec.args)]
                 env[ins["dest"]] = evaluate(op, *vals)
