@@ -5,14 +5,17 @@ Random well-formed, terminating programs (`strategies.py`) must
   2. run the same on every engine as on the deliberately simple interpreter
      (`simple_interp.py`): stdout, error or not (and the message), `-p` count;
   3. run the same after every pass alone, after `-O`, and after random
-     pipelines of passes: stdout and error behaviour.
+     pipelines of passes: stdout and error behaviour;
+  4. when traced on one input, run the same as before on that input and on
+     another one.
 Kept failing examples live in `test/regressions/`; `test_regression` runs
 every property on each of them.
 
-Adding an engine or a transformation is one line in ENGINES or
-TRANSFORMATIONS.  Example counts come from a settings profile chosen by
-BRIL_PROPERTY_PROFILE: "ci" (default: fixed examples, seconds) or "long"
-(thousands of random examples, failures saved in .hypothesis/).
+Adding an engine, a tracer or a transformation is one line in ENGINES,
+TRACE_ENGINES or TRANSFORMATIONS.  Example counts come from a settings
+profile chosen by BRIL_PROPERTY_PROFILE: "ci" (default: fixed examples, about
+a minute and a half in all) or "long" (25 times more, random, failures saved
+in .hypothesis/).
 """
 
 import copy
@@ -245,6 +248,28 @@ def test_engine_agrees_with_simple_interpreter(engine, case):
     check_engine(engine, case.prog, case.argv, expected)
 
 
+# --- 3. passes preserve behaviour ---------------------------------------------------
+
+@pytest.mark.parametrize("name", sorted(TRANSFORMATIONS))
+@examples(60)
+@given(case=strategies.cases())
+def test_transformation_preserves_behaviour(name, case):
+    show(case.prog, case.argv)
+    check_transformation(name, case.prog, case.argv, simple_interp.run(case.prog, case.argv))
+
+
+@examples(60)
+@given(case=strategies.cases(), data=st.data())
+def test_pass_pipelines_preserve_behaviour(case, data):
+    """Passes composed in random orders, repeats included."""
+    names = data.draw(st.lists(st.sampled_from(sorted(_registry().PASSES)),
+                               min_size=2, max_size=5), label="pipeline")
+    show(case.prog, case.argv)
+    check_transformation(" ".join(names), case.prog, case.argv,
+                         simple_interp.run(case.prog, case.argv),
+                         transform=lambda p: _registry().run_pipeline(p, names))
+
+
 # --- 4. traces recorded on one input, run on another -------------------------------
 
 @pytest.mark.parametrize("tracer", sorted(TRACE_ENGINES))
@@ -278,28 +303,6 @@ def check_trace(tracer, prog, argv, other_argv):
         "the traced program runs more instructions on its training input"
 
 
-# --- 3. passes preserve behaviour ---------------------------------------------------
-
-@pytest.mark.parametrize("name", sorted(TRANSFORMATIONS))
-@examples(60)
-@given(case=strategies.cases())
-def test_transformation_preserves_behaviour(name, case):
-    show(case.prog, case.argv)
-    check_transformation(name, case.prog, case.argv, simple_interp.run(case.prog, case.argv))
-
-
-@examples(60)
-@given(case=strategies.cases(), data=st.data())
-def test_pass_pipelines_preserve_behaviour(case, data):
-    """Passes composed in random orders, repeats included."""
-    names = data.draw(st.lists(st.sampled_from(sorted(_registry().PASSES)),
-                               min_size=2, max_size=5), label="pipeline")
-    show(case.prog, case.argv)
-    check_transformation(" ".join(names), case.prog, case.argv,
-                         simple_interp.run(case.prog, case.argv),
-                         transform=lambda p: _registry().run_pipeline(p, names))
-
-
 # --- kept failing examples ----------------------------------------------------------
 
 def _regression_files():
@@ -327,3 +330,5 @@ def test_regression(path):
         check_engine(engine, prog, argv, expected)
     for name in TRANSFORMATIONS:
         check_transformation(name, prog, argv, expected)
+    for tracer in TRACE_ENGINES:
+        check_trace(tracer, prog, argv, argv)
