@@ -537,6 +537,16 @@ class FunctionCode:
         """`pyname__entry(_b, _vars)`: start at block `_b` with the variables in `_vars`."""
         return self._source("entry")
 
+    def jit_source(self):
+        """`pyname__jit(params...)`: the normal function plus, at each loop header, a
+        hook that counts arrivals and enters native code (`brili --jit`,
+        `bril.jit`); when native code hands control back, the call goes on in
+        `pyname__jitx(_b, _r)` -- block `_b` (a layout id), the frame's
+        variables in the dict `_r` (keys: Python local names) -- the generic
+        variant in which every block is reachable through the dispatch variable,
+        with the same hooks."""
+        return self._source("jit") + self._source("jitx")
+
     def record_source(self):
         """`pyname__record(params...)`: the generic variant reporting to a trace
         recorder: `_RE(function)` on entry, `_RB(function, block)` at every basic
@@ -577,9 +587,12 @@ class _Emitter:
                  depth=0, sites=None, chain=None):
         self.fc = fc
         self.variant = variant
-        self.entry = variant == "entry"
+        # The jit variant dispatches like the entry variant (every block can be
+        # reached through `_b`, so native code may leave at any block).
+        self.entry = variant in ("entry", "jitx")
+        self.jit = variant in ("jit", "jitx")
         self.record = variant == "record"
-        self.types = fc.types if variant == "normal" else fc.generic_types
+        self.types = fc.types if variant in ("normal", "jit") else fc.generic_types
         # (an inlined copy runs on whatever regions the caller passes: generic typing)
         self.out = out if out is not None else _Lines()
         self.var_prefix = var_prefix        # `w<site>_` for a callee inlined at a call site
@@ -625,8 +638,12 @@ class _Emitter:
             params.append(n if n not in seen else f"_dup{len(params)}")
             seen.add(n)
         params.reverse()
-        if self.entry:
+        if self.variant == "entry":
             o.add(0, f"def {fc.pyname}__entry(_b, _vars):")
+        elif self.variant == "jitx":
+            o.add(0, f"def {fc.pyname}__jitx(_b, _r):")
+        elif self.jit:
+            o.add(0, f"def {fc.pyname}__jit({', '.join(params)}):")
         elif self.record:
             o.add(0, f"def {fc.pyname}__record({', '.join(params)}):")
         elif self.variant == "generic":
@@ -636,16 +653,25 @@ class _Emitter:
         o.add(1, "global _N")
         if self.record:
             o.add(1, f"_RE({fc.name!r})")
-        if self.variant == "normal" and fc.assumed_regions:
+        if self.variant in ("normal", "jit") and fc.assumed_regions:
             test = " or ".join(heapmod.region_kind_mismatch(var_name(p), k)
                                for p, k in fc.assumed_regions)
             o.add(1, f"if {test}: return {fc.program.generic_name(fc.index)}"
                      f"({', '.join(params)})")
+        if self.variant == "jit":
+            # Calls are counted too: a hot function may run as native code whole.
+            fi = fc.index
+            o.add(1, f"_JF[{fi}] -= 1")
+            o.add(1, f"if _JF[{fi}] < 0:")
+            o.add(2, f"_r = _JY({fi}, ({''.join(p + ', ' for p in params)}))")
+            o.add(2, "if _r is not _JNO: return _r")
         if self.has_spec:
             o.add(1, "_spec = []")
         if fc.has_phi:
             o.add(1, "_lb = _pl = None")
-        if self.entry:
+        if self.variant == "jitx":
+            self.emit_jit_resume(1)
+        if self.variant == "entry":
             for v in fc.variables:
                 o.add(1, f"if {v!r} in _vars: {var_name(v)} = _vars[{v!r}]")
             for k in sorted(self.types.spec_vars, key=str):
@@ -662,7 +688,7 @@ class _Emitter:
             items = items[1:]
         else:
             o.add(1, "_n = 0")
-            if not self.entry:
+            if self.variant not in ("entry", "jitx"):
                 o.add(1, "_b = 0")
         if items:
             o.add(1, "while True:")
@@ -696,6 +722,8 @@ class _Emitter:
         guard = o.add(ind + 2, f"if _b == {header.lid}:")
         hstart = len(o.lines)
         self.chain_pos = header.lid
+        if self.jit:
+            self.emit_jit_hook(loop, ind + 3)
         self.emit_block(header, ind + 3, loop, 0)
         hend = len(o.lines)
         for it in loop.items:
@@ -718,6 +746,36 @@ class _Emitter:
             for entry in self.seth_lines[id(loop)]:
                 entry[1] = None
             o.lines[:] = [e for e in o.lines if e[1] is not None]
+
+    def emit_jit_hook(self, loop, ind):
+        """At a loop header (jit variant): count arrivals; once the loop is hot, hand
+        the frame's variables to the JIT (`_JX`), which runs native code if it has
+        (or can make) some for this loop and returns where to go on, with the
+        variables native code assigned -- or None to go on interpreting here."""
+        o = self.out
+        k = self.fc.program.jit_header_id(self.fc.index, loop.header)
+        o.add(ind, f"_JC[{k}] -= 1")
+        cond = f"_JC[{k}] < 0"
+        if self.has_spec:
+            cond += " and not _spec"        # native code starts outside speculation
+        o.add(ind, f"if {cond}:")
+        o.add(ind + 1, f"_r = _JX({k}, locals())")
+        o.add(ind + 1, "if _r is not None:")
+        if self.variant == "jitx":
+            o.add(ind + 2, "_b, _r = _r")
+            self.emit_jit_resume(ind + 2)
+            o.add(ind + 2, "continue")
+        else:
+            # Native code may leave at any block: go on in the jitx variant, where
+            # every block can be reached (count what this frame ran first).
+            o.add(ind + 2, "_N += _n")
+            o.add(ind + 2, f"return {self.fc.pyname}__jitx(_r[0], _r[1])")
+
+    def emit_jit_resume(self, ind):
+        """Take the variables native code assigned (dict `_r` of local names)."""
+        for v in self.fc.variables:
+            n = var_name(v)
+            self.out.add(ind, f"if {n!r} in _r: {n} = _r[{n!r}]")
 
     # --- blocks -------------------------------------------------------------------------
 
@@ -1228,7 +1286,10 @@ class _Emitter:
             p = self.new_tmp()
             self.out.add(ind, f"{p} = {expr}")
         if self.cached_ptr != p:
-            self.out.add(ind, heapmod.unpack_line(p))
+            if getattr(self.fc.program, "native_heap", False):
+                self.out.add(ind, heapmod.native_unpack_line(p))
+            else:
+                self.out.add(ind, heapmod.unpack_line(p))
             self.cached_ptr = p
         return p
 
@@ -1238,7 +1299,16 @@ class _Emitter:
 
     def op_load(self, instr, ind):
         p = self.unpacked_ptr(instr, ind)
-        for line in heapmod.load_lines(self.dest(instr), p, instr["args"][0]):
+        if getattr(self.fc.program, "native_heap", False):
+            # The element kind from the op's type, unless the pointer's tags disagree.
+            kind = heapmod.elem_kind(instr.get("type"))
+            if any(t.startswith("ptr:") and t[4:] in heapmod.NATIVE_FORMATS and t[4:] != kind
+                   for t in self.arg_tags(instr, 0)):
+                kind = None
+            lines = heapmod.native_load_lines(self.dest(instr), p, instr["args"][0], kind)
+        else:
+            lines = heapmod.load_lines(self.dest(instr), p, instr["args"][0])
+        for line in lines:
             self.out.add(ind, line)
 
     def op_store(self, instr, ind):
@@ -1258,7 +1328,15 @@ class _Emitter:
                 o.add(ind, v)   # read the value before the bounds test (undefined first)
         else:
             o.add(ind, heapmod.store_check_line(v, vk))
-        for line in heapmod.store_lines(p, v):
+        if getattr(self.fc.program, "native_heap", False):
+            # A stored value's kind is the region's (the element check passed); a wrong
+            # guess from the declared type only sends the template to its slow path.
+            sk = vk if vk in heapmod.NATIVE_FORMATS else heapmod.declared_kind(
+                self.fc, instr["args"][1])
+            lines = heapmod.native_store_lines(p, v, sk)
+        else:
+            lines = heapmod.store_lines(p, v)
+        for line in lines:
             o.add(ind, line)
 
     def op_ptradd(self, instr, ind):

@@ -14,6 +14,10 @@ The generated code reads and writes memory with the templates below
 the representation, so it can change (for a native engine: typed buffers per
 region plus an "initialised" bitmap, a pointer as region index + offset) by
 changing this module only.
+
+The native heap (`NativeHeap`, `native_*_lines`, below; `compile_program(...,
+native_heap=True)`) is that other representation: regions in brilrt's table,
+memoryviews over their cells, shared with code compiled by the JIT.
 """
 
 from .errors import BrilError
@@ -177,3 +181,344 @@ def ptradd_lines(dest, offset):
 def region_kind_mismatch(ptr, kind):
     """An expression true unless ptr's region holds elements of exactly this kind."""
     return f"{ptr}[2].accepts != {KIND_BITS[kind]}"
+
+
+# --- the native heap: regions in brilrt's table, shared with native code ---------------
+#
+# `NativeHeap(rt)` (rt: `bril.native.runtime_library()`) keeps every region in
+# brilrt's region table (`brt_regions`), so that code compiled by the JIT and
+# the interpreter see the same memory, with the same region ids and messages.
+# A pointer is still the tuple `(data, offset, region)`: `data` is a memoryview
+# of the region's cells in the element's natural format ('q' int, 'd' float,
+# '?' bool, 'i' char as a code point, 'q' pairs {region id, offset} for a
+# pointer), `region` a `NativeRegion` whose `flags` is a view of the region's
+# "initialised" bytes.  Freeing a region releases both views, so a later access
+# through any pointer into it raises ValueError (the templates' slow path turns
+# that into the bounds error); memory freed by native code is noticed by
+# `sync()`, which the JIT calls after every native call.  Only statically typed
+# programs (concrete element types: no `any` regions) are supported.
+
+# element kind -> (memoryview format of the cells, cell size in bytes)
+NATIVE_FORMATS = {"int": ("q", 8), "float": ("d", 8), "bool": ("?", 1), "char": ("i", 4),
+                  "ptr": ("q", 16)}
+_INT64_MIN = -(1 << 63)
+_INT64_MAX = (1 << 63) - 1
+_PyBUF_WRITE = 0x200
+
+# Set by _native_setup() (ctypes is imported only when a NativeHeap is made, to keep
+# brili's start-up fast): the ctypes module, PyMemoryView_FromMemory, and the view a
+# freed region's views are replaced by (released: every access fails).
+_ctypes = _memory = _DEAD = None
+
+
+def _native_setup():
+    global _ctypes, _memory, _DEAD
+    if _ctypes is None:
+        import ctypes
+        memory = ctypes.pythonapi.PyMemoryView_FromMemory
+        memory.restype = ctypes.py_object
+        memory.argtypes = (ctypes.c_void_p, ctypes.c_ssize_t, ctypes.c_int)
+        dead = memoryview(b"")
+        dead.release()
+        _memory, _DEAD, _ctypes = memory, dead, ctypes
+
+
+def elem_kind(elem):
+    """'int' | 'bool' | 'float' | 'char' | 'ptr' for a concrete element type, else None."""
+    if isinstance(elem, dict) and "ptr" in elem:
+        return "ptr"
+    return elem if isinstance(elem, str) and elem in NATIVE_FORMATS else None
+
+
+def wrap64(n):
+    """n as a signed 64-bit integer (wrapping)."""
+    return ((n - _INT64_MIN) & 0xFFFFFFFFFFFFFFFF) + _INT64_MIN
+
+
+class _ElemInfo:
+    """What the native heap needs to know about an element type (cached per type object)."""
+    __slots__ = ("elem", "kind", "fmt", "cell", "accepts", "inner")
+
+    def __init__(self, elem):
+        kind = elem_kind(elem)
+        if kind is None:
+            raise BrilError(f"internal error: the native heap cannot hold {js_type_text(elem)}")
+        self.elem = elem
+        self.kind = kind
+        self.fmt, self.cell = NATIVE_FORMATS[kind]
+        self.accepts = kind_bits(elem)
+        self.inner = elem["ptr"] if kind == "ptr" else None  # a loaded pointer's element type
+
+
+class NativeRegion:
+    """A region of brilrt's table as Python sees it (`base` is its id)."""
+    __slots__ = ("base", "elem", "accepts", "size", "live", "kind", "inner", "data", "flags",
+                 "heap")
+
+    def kill(self):
+        """The region was freed: no access through any pointer reaches its memory."""
+        if self.live:
+            self.live = False
+            self.data.release()
+            self.flags.release()
+
+
+class NativeHeap:
+    """The interface of `Heap` (alloc, free, leaked) over brilrt's region table, plus
+    `sync()`, `from_pair(region id, offset, elem)` and `to_pair(ptr)` for the JIT.
+
+    Creating one resets brilrt's heap (ids start at 0 again; a previous
+    NativeHeap's regions are freed and its views released): one program at a
+    time per process."""
+
+    def __init__(self, rt):
+        _native_setup()
+        self.rt = rt
+        lib = self.lib = rt.lib
+        old = rt.heap_owner
+        if old is not None:
+            old.invalidate()
+        lib.brt_heap_reset()
+        rt.heap_owner = self
+        self.regions = {}       # region id -> NativeRegion, for the live regions Python has seen
+        self._infos = {}        # id(element type) -> _ElemInfo
+        self._py_alloc = lib.brt_py_alloc
+        self._py_free = lib.brt_py_free
+        self._live = lib.brt_live_regions
+        self._count = lib.brt_region_count
+        self._id = _ctypes.c_int64()
+        self._id_ref = _ctypes.byref(self._id)
+        self._freed_len = _ctypes.c_int64.in_dll(lib, "brt_freed_len")
+        self._freed = _ctypes.c_void_p.in_dll(lib, "brt_freed")
+        self._table = _ctypes.c_void_p.in_dll(lib, "brt_regions")
+
+    def _info(self, elem):
+        info = self._infos.get(id(elem))
+        if info is None or info.elem is not elem:
+            if len(self._infos) > 1000:     # (callers passing fresh type objects)
+                self._infos.clear()
+            info = self._infos[id(elem)] = _ElemInfo(elem)
+        return info
+
+    def _make(self, rid, info, size, address):
+        r = NativeRegion()
+        r.heap = self
+        r.base = rid
+        r.elem = info.elem
+        r.accepts = info.accepts
+        r.kind = info.kind
+        r.inner = info.inner
+        r.size = size
+        if address:
+            r.live = True
+            raw = _memory(address, size * (info.cell + 1), _PyBUF_WRITE)
+            split = size * info.cell
+            r.data = raw[:split].cast(info.fmt)
+            r.flags = raw[split:]
+            self.regions[rid] = r
+        else:                               # already freed
+            r.live = False
+            r.data = r.flags = _DEAD
+        return r
+
+    # --- the Heap interface (the generated code's _alloc and _free) ---------------------
+
+    def alloc(self, amount, elem):
+        if amount <= 0:
+            raise BrilError(f"must allocate a positive amount of memory: {amount} <= 0")
+        if amount > MAX_REGION:
+            raise BrilError(f"cannot allocate {amount} entries")
+        info = self._info(elem)
+        address = self._py_alloc(amount, info.cell, self._id_ref)
+        if not address:
+            raise BrilError(self.rt.error_message())
+        region = self._make(self._id.value, info, amount, address)
+        return (region.data, 0, region)
+
+    def free(self, ptr):
+        _, offset, region = ptr
+        if offset == 0 and region.live:
+            if self._py_free(region.base, 0) < 0:
+                raise BrilError(self.rt.error_message())
+            self.regions.pop(region.base, None)
+            region.kill()
+            return
+        raise BrilError(f"Tried to free illegal memory location base: {region.base}, "
+                        f"offset: {offset}. Offset must be 0.")
+
+    def leaked(self):
+        return self._live() != 0
+
+    # --- sharing with native code -------------------------------------------------------
+
+    def sync(self):
+        """Drop the views of regions native code freed since the last sync (cheap if none)."""
+        n = self._freed_len.value
+        if n:
+            ids = (_ctypes.c_int64 * n).from_address(self._freed.value)
+            regions = self.regions
+            for rid in list(ids):
+                r = regions.pop(rid, None)
+                if r is not None:
+                    r.kill()
+            self._freed_len.value = 0
+
+    def from_pair(self, rid, offset, elem):
+        """The Python pointer to (region id, offset) of a region of `elem` (the pointer's
+        element type, used if Python has not seen the region yet)."""
+        region = self.regions.get(rid)
+        if region is None:
+            region = self._region(rid, elem)
+        return (region.data, offset, region)
+
+    @staticmethod
+    def to_pair(ptr):
+        """(region id, offset) of a Python pointer, as native code holds it."""
+        off = ptr[1]
+        if not _INT64_MIN <= off <= _INT64_MAX:
+            off = wrap64(off)
+        return ptr[2].base, off
+
+    def _region(self, rid, elem):
+        """The NativeRegion of id rid, made from brilrt's table entry."""
+        if not 0 <= rid < self._count():
+            raise BrilError(f"internal error: no heap region {rid}")
+        entry = (_ctypes.c_int64 * 2).from_address(self._table.value + 16 * rid)
+        address, size = entry[0], entry[1]
+        info = self._info(elem)
+        # The block header before the cells holds the cell size native code chose:
+        # a view of the wrong size would reach outside the block.
+        if address and _ctypes.c_int64.from_address(address - 8).value != info.cell:
+            raise BrilError(f"internal error: heap region {rid} does not hold "
+                            f"{js_type_text(elem)}")
+        return self._make(rid, info, size, address)
+
+    def invalidate(self):
+        """Release every view (before brilrt's heap is reset or reused)."""
+        for r in self.regions.values():
+            r.kill()
+        self.regions.clear()
+        if self.rt.heap_owner is self:
+            self.rt.heap_owner = None
+
+
+# --- slow paths of the native-heap templates ----------------------------------------------
+
+def _native_check(ptr, name):
+    """Raise the error of a load through ptr, if it fails."""
+    _, offset, region = ptr
+    if not (region.live and 0 <= offset < region.size):
+        bad_access(ptr)
+    if not region.flags[offset]:
+        uninitialized(name)
+
+
+def native_load(ptr, name):
+    """load through ptr, any element kind (also the templates' slow path)."""
+    _native_check(ptr, name)
+    data, offset, region = ptr
+    kind = region.kind
+    if kind == "char":
+        return chr(data[offset])
+    if kind == "ptr":
+        return region.heap.from_pair(data[2 * offset], data[2 * offset + 1], region.inner)
+    return data[offset]
+
+
+def native_store(ptr, value):
+    """store value through ptr, any element kind (after the element check)."""
+    data, offset, region = ptr
+    if not (region.live and 0 <= offset < region.size):
+        bad_access(ptr)
+    kind = region.kind
+    if kind == "char":
+        data[offset] = ord(value)
+    elif kind == "ptr":
+        rid, off = NativeHeap.to_pair(value)
+        data[2 * offset] = rid
+        data[2 * offset + 1] = off
+    else:
+        data[offset] = value
+    region.flags[offset] = 1
+
+
+NATIVE_HELPERS = {
+    "_hnload": native_load,
+    "_hnstore": native_store,
+}
+
+
+# --- templates for generated code over the native heap ------------------------------------
+#
+# `native_unpack_line` loads a pointer into _hd (cells), _ho (offset), _hr (region) and
+# _hf (the region's flags); `kind` is the element kind if known statically (from the
+# op's type), else None: a helper call.  Every failure of the fast path (out of
+# range, freed region: IndexError or ValueError of a memoryview) goes to the slow
+# path, which raises the error.  Names: _hpair (NativeHeap.from_pair) and _hregs
+# (its regions) are per program; the rest are NATIVE_HELPERS.
+
+_NATIVE_FAIL = "except (IndexError, ValueError, TypeError, OverflowError):"
+
+
+def native_unpack_line(ptr):
+    return f"_hd, _ho, _hr = {ptr}; _hf = _hr.flags"
+
+
+def native_load_lines(dest, ptr, ptr_name, kind):
+    if kind is None:
+        return [f"{dest} = _hnload({ptr}, {ptr_name!r})"]
+    if kind == "ptr":
+        read = ["    _hq = _ho + _ho",
+                "    _hx = _hregs.get(_hd[_hq])",
+                (f"    {dest} = (_hpair(_hd[_hq], _hd[_hq + 1], _hr.inner) if _hx is None "
+                 f"else (_hx.data, _hd[_hq + 1], _hx))")]
+    elif kind == "char":
+        read = [f"    {dest} = chr(_hd[_ho])"]
+    else:
+        read = [f"    {dest} = _hd[_ho]"]
+    return [
+        f"if _ho < 0: _hbad({ptr})",
+        "try:",
+        f"    if not _hf[_ho]: _huninit({ptr_name!r})",
+        *read,
+        _NATIVE_FAIL,
+        f"    {dest} = _hnload({ptr}, {ptr_name!r})",
+    ]
+
+
+def native_store_lines(ptr, value, kind):
+    if kind is None:
+        return [f"_hnstore({ptr}, {value})"]
+    if kind == "char":
+        write = [f"    _hd[_ho] = ord({value})"]
+    elif kind == "ptr":
+        write = ["    _hq = _ho + _ho", f"    _hd[_hq] = {value}[2].base",
+                 f"    _hd[_hq + 1] = {value}[1]"]
+    else:
+        write = [f"    _hd[_ho] = {value}"]
+    return [
+        f"if _ho < 0: _hbad({ptr})",
+        "try:",
+        *write,
+        "    _hf[_ho] = 1",
+        _NATIVE_FAIL,
+        f"    _hnstore({ptr}, {value})",
+    ]
+
+
+def declared_kind(fc, name):
+    """The element kind of variable `name`'s declared type in the function of `fc` (a
+    `bril.codegen.FunctionCode`) if it has exactly one, else None.  For a store's
+    template only: a value of another kind makes the fast path fail over to the slow
+    path (TypeError), never store wrongly."""
+    table = getattr(fc, "_heap_declared_kinds", None)
+    if table is None:
+        kinds = {}
+        for p in fc.func.get("args") or []:
+            kinds.setdefault(p.get("name"), set()).add(elem_kind(p.get("type")))
+        for instr in fc.func.get("instrs") or []:
+            if isinstance(instr.get("dest"), str):
+                kinds.setdefault(instr["dest"], set()).add(elem_kind(instr.get("type")))
+        table = {n: next(iter(k)) for n, k in kinds.items() if len(k) == 1}
+        fc._heap_declared_kinds = table
+    return table.get(name)

@@ -121,8 +121,9 @@ _BASE_NAMESPACE.update({
 class CompiledProgram:
     """The generated Python code of a linked program, with its run-time namespace."""
 
-    def __init__(self, linked, out):
+    def __init__(self, linked, out, native_heap=False):
         self.linked = linked
+        self.native_heap = False
         self.heap = heapmod.Heap()
         self.ns = dict(_BASE_NAMESPACE)
         self.ns["_N"] = 0
@@ -131,6 +132,25 @@ class CompiledProgram:
         self.ns["_free"] = self.heap.free
         self.codes = {}             # global function index -> FunctionCode
         self._consts = {}
+        if native_heap:
+            from .native import runtime_library
+            self.use_native_heap(runtime_library())
+        self.jit_headers = {}       # (function index, header block index) -> hook number
+        self.jit_threshold = 0
+        self.ns["_JC"] = []         # per hook: arrivals left before it calls _JX
+
+    def use_native_heap(self, rt):
+        """Keep the heap in brilrt's region table (`bril.heap.NativeHeap`), shared
+        with native code; before any code is generated.  Returns the heap."""
+        assert not self.codes, "the heap must be chosen before code is generated"
+        self.native_heap = True
+        self.heap = heapmod.NativeHeap(rt)
+        self.ns.update(heapmod.NATIVE_HELPERS)
+        self.ns["_hpair"] = self.heap.from_pair
+        self.ns["_hregs"] = self.heap.regions
+        self.ns["_alloc"] = self.heap.alloc
+        self.ns["_free"] = self.heap.free
+        return self.heap
 
     # used by the code generator
     def resolve_call(self, caller_index, name):
@@ -172,9 +192,20 @@ class CompiledProgram:
             fc = self.codes[index] = codegen.FunctionCode(index, self.linked.functions[index], self)
         return fc
 
-    def prepare(self, root_index, record=False):
+    def jit_header_id(self, index, header):
+        """A program-wide number for the loop of function `index` headed by block
+        `header` (the jit variant's hooks index `_JC` with it)."""
+        key = (index, header)
+        k = self.jit_headers.get(key)
+        if k is None:
+            k = self.jit_headers[key] = len(self.jit_headers)
+            self.ns["_JC"].append(self.jit_threshold)
+        return k
+
+    def prepare(self, root_index, record=False, jit=False):
         """Type-check every function reachable from root_index, then generate and
-        compile their code (their recording variants if `record`)."""
+        compile their code (their recording variants if `record`; with `jit`, the
+        jit variant of every function that has a loop, under the normal name)."""
         todo = [root_index]
         seen = {root_index}
         while todo:
@@ -190,10 +221,13 @@ class CompiledProgram:
         sources = []
         for index in sorted(self.codes):
             fc = self.codes[index]
-            src = fc.record_source() if record else fc.source()
+            use_jit = jit
+            src = fc.record_source() if record else fc.jit_source() if use_jit else fc.source()
             sources.append(src)
             code = compile(src, f"<bril @{fc.name}>", "exec")
             exec(code, self.ns)
+            if use_jit:
+                self.ns[fc.pyname] = self.ns[fc.pyname + "__jit"]
         if dump:
             _dump("\n".join(sources), dump)
 
@@ -217,11 +251,14 @@ def _dump(text, where):
             fh.write(text)
 
 
-def compile_program(prog, *, out=None, base_dir=None, lib_dirs=(), filename=None):
-    """Link and compile prog; returns (CompiledProgram, index of @main)."""
+def compile_program(prog, *, out=None, base_dir=None, lib_dirs=(), filename=None,
+                    native_heap=False):
+    """Link and compile prog; returns (CompiledProgram, index of @main).  With
+    `native_heap`, the heap lives in brilrt's region table (`bril.heap.NativeHeap`)."""
     linked = link(prog, base_dir=base_dir, lib_dirs=lib_dirs, filename=filename)
     main = linked.main_index()
-    compiled = CompiledProgram(linked, out if out is not None else sys.stdout)
+    compiled = CompiledProgram(linked, out if out is not None else sys.stdout,
+                               native_heap=native_heap)
     return compiled, main
 
 
@@ -284,21 +321,26 @@ def _call_in_big_thread(fn):
 
 
 def run(prog, argv=(), *, out=None, base_dir=None, lib_dirs=(), filename=None,
-        recorder=None):
+        recorder=None, jit=None, native_heap=False):
     """Run @main of prog with string arguments; return the dynamic instruction count.
+
+    With `native_heap`, the heap lives in brilrt's region table, shared with
+    native code (`bril.heap.NativeHeap`; statically typed programs only).
 
     With a `recorder` (a `bril.trace_record.Recorder`), the functions run in
     their recording variants, reporting function entries, basic blocks and
     returns to it (slower; used by `brili --trace`)."""
     out = out if out is not None else sys.stdout
     compiled, main = compile_program(prog, out=out, base_dir=base_dir, lib_dirs=lib_dirs,
-                                     filename=filename)
+                                     filename=filename, native_heap=native_heap)
     mfunc = compiled.linked.functions[main]
     values = parse_main_args(mfunc.get("args") or [], list(argv))
     try:
         if recorder is not None:
             compiled.ns.update(_RE=recorder.enter, _RB=recorder.block, _RL=recorder.leave)
-        compiled.prepare(main, record=recorder is not None)
+        if jit is not None:
+            jit = jit.attach(compiled)      # None if the program is beyond native code
+        compiled.prepare(main, record=recorder is not None, jit=jit is not None)
         if recorder is not None and not any(v is MISSING for v in values):
             fn = compiled.ns[compiled.codes[main].pyname + "__record"]
             call = lambda: fn(*values)       # noqa: E731
@@ -317,6 +359,8 @@ def run(prog, argv=(), *, out=None, base_dir=None, lib_dirs=(), filename=None,
             raise                       # the command's business (exit quietly)
         except BaseException as e:
             raise _translate(e) from None
+        if jit is not None:
+            jit.finish()
         if compiled.heap.leaked():
             raise BrilError("Some memory locations have not been freed by end of execution.")
         return compiled.ns["_N"]

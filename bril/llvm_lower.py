@@ -551,6 +551,9 @@ class Lowering:
             return
         if op in UNSUPPORTED:
             raise Unsupported(UNSUPPORTED[op], self.func_name)
+        if op in ("and", "or") and len(instr.get("args") or []) == 2:
+            self._lower_short_circuit(instr, op)
+            return
         if op == "const" or info.args is None:
             values, arg_types = (), ()
         else:
@@ -584,6 +587,49 @@ class Lowering:
         result = LOWER[op](self, instr, *values)
         if keep and result is not None:
             self.write(dest, result)
+
+    def _lower_short_circuit(self, instr, op):
+        """`and`/`or` as the interpreter runs them: when the first argument decides,
+        the second is not looked up (so it may be undefined, or not a bool)."""
+        bld = self.b
+        name0, name1 = instr["args"]
+        a = self.read(instr, 0)
+        if a is None:
+            return
+        message = self._operand_error(instr, 0, "bool", self.var_type(name0), [])
+        if message is not None:
+            self.fail(message)
+            return
+        decided = a if op == "or" else bld.not_(a)
+        before = bld.block
+        rest = self.new_block(f"{op}.rest")
+        join = self.new_block(f"{op}.join")
+        bld.cbranch(decided, join, rest)
+        bld.position_at_end(rest)
+        result = a
+        b = self.read(instr, 1)
+        if b is not None:
+            message = self._operand_error(instr, 1, "bool", self.var_type(name1), ["bool"])
+            if message is not None:
+                self.fail(message)
+            else:
+                result = bld.or_(a, b) if op == "or" else bld.and_(a, b)
+        if not bld.block.is_terminated:
+            bld.branch(join)
+        rest_end = bld.block
+        bld.position_at_end(join)
+        value = bld.phi(I1)
+        value.add_incoming(a, before)
+        value.add_incoming(result, rest_end)
+        dest = instr.get("dest")
+        if isinstance(dest, str):
+            declared = self.var_type(dest)
+            if declared != "bool":
+                raise Unsupported(
+                    f"ill-typed `{op}`: it gives {dest} (type "
+                    f"{type_text(declared) if declared else '?'}) a value of type bool",
+                    self.func_name)
+            self.write(dest, value)
 
     def _operand_error(self, instr, i, want, have, earlier):
         """The run-time message of an operand of the wrong type, or None if it fits."""
@@ -620,7 +666,7 @@ class FunctionInfo:
     """What lowering a function needs to know before its body: variable types,
     blocks, definedness, its LLVM signature."""
 
-    def __init__(self, index, func, module, count):
+    def __init__(self, index, func, module, count, symbol=None):
         self.index = index
         self.func = func
         self.name = func.get("name", "")
@@ -640,9 +686,12 @@ class FunctionInfo:
         self.count = count
         ret = llvm_type(self.ret_type) if self.ret_type is not None else VOID
         params = [llvm_type(self.var_types[p]) for p in self.params]
+        # `symbol`: an externally visible name (the JIT shares compiled functions
+        # between the modules of one run); otherwise internal to the module.
         self.llvm = ir.Function(module, ir.FunctionType(ret, params),
-                                f"bril.{index}.{self.name}")
-        self.llvm.linkage = "internal"
+                                symbol or f"bril.{index}.{self.name}")
+        if symbol is None:
+            self.llvm.linkage = "internal"
 
     def _type(self, typ, what):
         key = type_key(typ)

@@ -5,6 +5,7 @@ and an in-process JIT with a compile cache.
     emit_object(module, level)       -> bytes: an object file for this machine
     build_executable(module, out)    the object linked with the C run-time (brilrt.c)
     JIT(level).compile(module)       in-process machine code: {function name: address}
+    runtime_library()                brilrt in this process (-DBRT_JIT), for JIT code
 
 `module` is an `llvmlite.ir.Module` or LLVM IR text.  llvmlite is imported on
 first use only, so importing this module costs nothing at `brili` start-up.
@@ -187,7 +188,158 @@ def build_executable(module, out_path, level=2):
         os.unlink(tmp)
 
 
+# --- the run-time library in this process (for the JIT and bril.heap.NativeHeap) ----------------
+
+_JIT_RUNTIME_FLAGS = ["-O2", "-shared", "-fPIC", "-DBRT_JIT"]
+
+
+def runtime_shared_object():
+    """Path of the in-process build of brilrt (`-DBRT_JIT`: output to a buffer, errors
+    jump back to `brt_jit_call`), compiled once per source and compiler (cached on disk)."""
+    cc = c_compiler()
+    if cc is None:
+        raise BrilError("no C compiler found (install cc or set CC)")
+    source = RUNTIME_SOURCE.read_bytes()
+    key = hashlib.sha256(source + b"\0" + cc.encode() + b"\0"
+                         + " ".join(_JIT_RUNTIME_FLAGS).encode()).hexdigest()[:16]
+    path = os.path.join(_cache_dir(), f"brilrt-jit-{key}.so")
+    with _runtime_lock:
+        if not os.path.exists(path):
+            tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
+            _run([cc, *_JIT_RUNTIME_FLAGS, "-o", tmp, str(RUNTIME_SOURCE), "-lm"],
+                 "compiling the run-time library")
+            os.replace(tmp, path)
+    return path
+
+
+class RuntimeLibrary:
+    """brilrt loaded in this process (once: `runtime_library()`), its symbols visible
+    to code compiled by `JIT` (brt_print_*, brt_alloc, brt_regions, ...).
+
+        call(address, slots, out=None) -> int   run `int64_t fn(int64_t *slots)`;
+                                                 BrilError(message) if it fails
+        take_output() -> str                    what native code printed since last time
+        dyn_count, depth                         brt_dyn_count, brt_depth (read/write)
+        address_of(name) -> int                  a symbol's address
+
+    Native code's output collects in a buffer: `call(..., out=f)` writes it to f
+    after the call (also when it fails, before raising); otherwise drain it with
+    `take_output()`.  `call` syncs the current `bril.heap.NativeHeap` (drops
+    its views of regions native code freed); code that runs native code any
+    other way must call `NativeHeap.sync()` before Python touches the heap again.
+    The heap, counters and buffer are global to the process (one program at a
+    time; a new NativeHeap resets them)."""
+
+    def __init__(self, path):
+        import ctypes
+        self.path = path
+        self.ctypes = ctypes
+        lib = self.lib = ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+        binding().load_library_permanently(path)
+        i64, vp = ctypes.c_int64, ctypes.c_void_p
+        lib.brt_jit_call.argtypes = (vp, vp)
+        lib.brt_jit_call.restype = i64
+        lib.brt_error_message.argtypes = ()
+        lib.brt_error_message.restype = ctypes.c_char_p
+        lib.brt_out_take.argtypes = (ctypes.POINTER(ctypes.c_size_t),)
+        lib.brt_out_take.restype = vp
+        lib.brt_py_alloc.argtypes = (i64, i64, vp)
+        lib.brt_py_alloc.restype = i64
+        lib.brt_py_free.argtypes = (i64, i64)
+        lib.brt_py_free.restype = i64
+        for name in ("brt_live_regions", "brt_region_count"):
+            getattr(lib, name).argtypes = ()
+            getattr(lib, name).restype = i64
+        lib.brt_heap_reset.argtypes = ()
+        lib.brt_heap_reset.restype = None
+        self._call = lib.brt_jit_call
+        self._take = lib.brt_out_take
+        self._out_len = ctypes.c_size_t()
+        self._out_len_ref = ctypes.byref(self._out_len)
+        self._pending = ctypes.c_size_t.in_dll(lib, "brt_out_len")
+        self._dyn = i64.in_dll(lib, "brt_dyn_count")
+        self._depth = i64.in_dll(lib, "brt_depth")
+        self.heap_owner = None      # the NativeHeap using the region table (bril.heap)
+
+    def address_of(self, name):
+        return self.ctypes.cast(getattr(self.lib, name), self.ctypes.c_void_p).value
+
+    def error_message(self):
+        return (self.lib.brt_error_message() or b"").decode("utf-8", "replace")
+
+    def call(self, address, slots, out=None):
+        """`int64_t fn(int64_t *slots)` at address, through the trampoline: its result,
+        or BrilError with the run-time error's message (what brilc prints after
+        `error: `).  With `out`, the output printed meanwhile is written to it.
+        The current NativeHeap (if any) is synced afterwards (freed regions dropped)."""
+        r = self._call(address, slots)
+        heap = self.heap_owner
+        if heap is not None:
+            heap.sync()
+        if out is not None:
+            text = self.take_output()
+            if text:
+                out.write(text)
+        if r == -1:
+            msg = self.lib.brt_error_message()
+            if msg:
+                raise BrilError(msg.decode("utf-8", "replace"))
+        return r
+
+    def take_output(self):
+        """The output printed by native code since the last call, as text."""
+        if not self._pending.value:
+            return ""
+        p = self._take(self._out_len_ref)
+        n = self._out_len.value
+        if not n:
+            return ""
+        return self.ctypes.string_at(p, n).decode("utf-8", "surrogatepass")
+
+    @property
+    def dyn_count(self):
+        return self._dyn.value
+
+    @dyn_count.setter
+    def dyn_count(self, value):
+        self._dyn.value = value
+
+    @property
+    def depth(self):
+        return self._depth.value
+
+    @depth.setter
+    def depth(self, value):
+        self._depth.value = value
+
+
+_runtime_library = None
+
+
+def runtime_library():
+    """The process's RuntimeLibrary (built and loaded on first use)."""
+    global _runtime_library
+    if _runtime_library is None:
+        path = runtime_shared_object()
+        with _runtime_lock:
+            if _runtime_library is None:
+                _runtime_library = RuntimeLibrary(path)
+    return _runtime_library
+
+
 # --- in-process compilation (for the tracing JIT) -----------------------------------------------
+
+_LIVE_JITS = []
+
+
+def compile_object(module, level=2):
+    """Optimised machine code for a module (IR text or llvmlite module), as object
+    file bytes for `JIT.add_object`.  Touches no engine, only a TargetMachine of
+    the calling thread's own, so any thread may call it (the JIT's background
+    compiler does; ctypes releases the GIL meanwhile)."""
+    tm = target_machine(level, jit=True)
+    return tm.emit_object(optimize(module, level, tm))
+
 
 class JIT:
     """MCJIT in this process.  `compile(module)` returns {function name: address}
@@ -206,8 +358,13 @@ class JIT:
         # as long as its Python ModuleRef: keep them all.
         self.modules = [backing]
         self.cache = {}
+        self.objects = []
         self.callbacks = []
         self._lock = threading.Lock()
+        # Never destroyed: tearing an MCJIT engine down while (or after) its modules'
+        # contexts go away crashes the process, and machine code handed out as
+        # addresses must stay valid anyway.
+        _LIVE_JITS.append(self)
 
     def add_symbol(self, name, address, keep=None):
         """Make `name` resolve to `address` in code compiled later; `keep` (e.g. the
@@ -215,6 +372,17 @@ class JIT:
         binding().add_symbol(name, address)
         if keep is not None:
             self.callbacks.append(keep)
+
+    def add_object(self, data, names):
+        """Load machine code made by `compile_object` (its symbols may refer to
+        functions of code loaded before); {name: address} for `names`."""
+        llvm = binding()
+        with self._lock:
+            obj = llvm.ObjectFileRef.from_data(data)
+            self.engine.add_object_file(obj)
+            self.objects.append(obj)
+            self.engine.finalize_object()
+            return {n: self.engine.get_function_address(n) for n in names}
 
     def compile(self, module):
         text = ir_text(module, self.tm)

@@ -110,7 +110,9 @@ def build_candidate(funcs, infos, stats, pattern, livecache, tag):
     def fresh():
         while True:
             counter[0] += 1
-            name = f"_g{counter[0]}.{header}"
+            # `tag` keeps names of different traces of this header apart (one
+            # name per type: the JIT and other typed tools need that).
+            name = f"_g{counter[0]}.{header}.{tag}"
             if name not in used:
                 used.add(name)
                 return name

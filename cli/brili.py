@@ -13,7 +13,8 @@ import sys
 
 USAGE = """\
 usage: brili [-p] [-f FILE | --text] [-L DIR]... [--trace OUT.json [--hot N]
-             [--trace-report FILE]] [ARGS...]
+             [--trace-report FILE]] [--jit [--hot N] [--jit-background]
+             [--jit-report FILE]] [ARGS...]
 
 Run the Bril program read as JSON from standard input; ARGS are the
 arguments of @main, parsed by their declared types.
@@ -29,10 +30,22 @@ options:
                run as usual (same output and -p count), recording the hot
                loops, and write to OUT.json the program with speculative traces
                of them spliced in (ordinary Bril that any Bril tool runs)
-  --hot N      a loop header is hot after N visits (default 56)
+  --hot N      a loop header is hot after N visits (default 56 for --trace,
+               1000 for --jit)
   --trace-report FILE
                per trace: function, header, blocks and instructions covered,
                guards, entries, aborts, instructions saved; JSON if FILE ends in
+               .json, text otherwise ("-" for stderr)
+  --jit        compile hot loops (and functions called 5N times) to native
+               code with LLVM while the program runs; same output, errors and
+               -p count as without it, only faster
+  --jit-background
+               with --jit: compile on a second thread while the program goes
+               on interpreted (by default the interpreter waits for the
+               compiler; output and -p are the same either way)
+  --jit-report FILE
+               with --jit: per loop region and function, what was compiled,
+               compile time, native entries and exits; JSON if FILE ends in
                .json, text otherwise ("-" for stderr)
   -h, --help   show this help
   --           treat every later argument as an argument of @main
@@ -50,8 +63,11 @@ class _Options:
         self.dump = False
         self.help = False
         self.trace = None
-        self.hot = 56
+        self.hot = None
         self.trace_report = None
+        self.jit = False
+        self.jit_background = False
+        self.jit_report = None
         self.args = []
 
 
@@ -72,7 +88,11 @@ def parse_args(argv):
             opts.text = True
         elif a == "--dump-py":
             opts.dump = True
-        elif a in ("-f", "-L", "--trace", "--hot", "--trace-report"):
+        elif a == "--jit":
+            opts.jit = True
+        elif a == "--jit-background":
+            opts.jit_background = True
+        elif a in ("-f", "-L", "--trace", "--hot", "--trace-report", "--jit-report"):
             if i + 1 >= len(argv):
                 raise BrilError(f"option {a} needs an argument")
             i += 1
@@ -84,6 +104,8 @@ def parse_args(argv):
                 opts.trace = argv[i]
             elif a == "--trace-report":
                 opts.trace_report = argv[i]
+            elif a == "--jit-report":
+                opts.jit_report = argv[i]
             else:
                 try:
                     opts.hot = int(argv[i])
@@ -98,6 +120,10 @@ def parse_args(argv):
         else:
             opts.args.append(a)
         i += 1
+    if opts.jit and opts.trace is not None:
+        raise BrilError("--jit and --trace cannot be used together")
+    if (opts.jit_report is not None or opts.jit_background) and not opts.jit:
+        raise BrilError("--jit-report and --jit-background need --jit")
     return opts
 
 
@@ -152,6 +178,8 @@ def _body(argv):
     out = _program_output()
     if opts.trace is not None and not prog.get("imports"):
         count = _trace(prog, opts, out)
+    elif opts.jit:
+        count = _jit(prog, opts, out, base_dir, filename)
     else:
         if opts.trace is not None and opts.trace_report is None:
             sys.stderr.write("note: programs with imports are not traced\n")
@@ -167,7 +195,7 @@ def _body(argv):
 def _trace(prog, opts, out):
     """`--trace`: run once recording, write the traced program (and report)."""
     from bril.tracer import report, report_text, trace_program
-    result = trace_program(prog, opts.args, hot=opts.hot, out=out)
+    result = trace_program(prog, opts.args, hot=opts.hot or 56, out=out)
     _write_atomically(opts.trace, _json_text(result.program))
     if opts.trace_report is not None:
         if opts.trace_report.endswith(".json"):
@@ -180,6 +208,29 @@ def _trace(prog, opts, out):
             else:
                 _write_atomically(opts.trace_report, text)
     return result.original_count
+
+
+def _jit(prog, opts, out, base_dir, filename):
+    """`--jit`: run with hot loops compiled to native code (and write the report,
+    also when the program fails)."""
+    from bril.interp import run
+    from bril.jit import DEFAULT_HOT, Jit, report_text
+    global _native_code_loaded
+    _native_code_loaded = True
+    jit = Jit(hot=opts.hot or DEFAULT_HOT, background=opts.jit_background)
+    try:
+        return run(prog, opts.args, out=out, base_dir=base_dir, lib_dirs=opts.lib_dirs,
+                   filename=filename, jit=jit)
+    finally:
+        if opts.jit_report is not None:
+            rep = jit.report()
+            if opts.jit_report.endswith(".json"):
+                import json
+                _write_atomically(opts.jit_report, json.dumps(rep, indent=2) + "\n")
+            elif opts.jit_report == "-":
+                sys.stderr.write(report_text(rep))
+            else:
+                _write_atomically(opts.jit_report, report_text(rep))
 
 
 def _json_text(prog):
@@ -232,10 +283,26 @@ def _replacing_surrogates():
     return name
 
 
+_native_code_loaded = False
+
+
 def main(argv=None):
     from bril.errors import run_main
     argv = sys.argv[1:] if argv is None else argv
-    run_main(lambda: _body(argv))
+    try:
+        run_main(lambda: _body(argv))
+    except SystemExit as done:
+        if _native_code_loaded:
+            # Leave without running LLVM's static destructors, which would race
+            # with the JIT's compiler thread if it is still busy.
+            code = done.code if isinstance(done.code, int) else (0 if done.code is None else 1)
+            for stream in (sys.stdout, sys.stderr):
+                try:
+                    stream.flush()
+                except (OSError, ValueError):
+                    code = code or 1
+            os._exit(code)
+        raise
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ from corpus import BENCHMARKS, ROOT, bril_files
 PROGRAMS = bril_files(root=BENCHMARKS)
 ONE_PER_FOLDER = sorted({p.parent: p for p in PROGRAMS}.values())
 TURNT_RUNS = {"brili": PROGRAMS, "text": ONE_PER_FOLDER, "opt": PROGRAMS, "trace": PROGRAMS,
-              "aot": PROGRAMS}
+              "aot": PROGRAMS, "jit": PROGRAMS}
 
 
 def _id(path):

@@ -82,11 +82,22 @@ def _brili(prog, argv):
     return _outcome(lambda out: run(prog, list(argv), out=out))
 
 
+def _brili_jit(prog, argv):
+    """`brili --jit` with loops compiled after a couple of visits (generated loops
+    are short)."""
+    from bril.interp import run
+    from bril.jit import Jit
+    if os.environ.get("BRIL_JIT_DEBUG_DUMP"):
+        with open(os.environ["BRIL_JIT_DEBUG_DUMP"], "w") as fh:
+            json.dump({"prog": prog, "argv": list(argv)}, fh)
+    return _outcome(lambda out: run(prog, list(argv), out=out, jit=Jit(hot=2, background=False)))
+
+
 # Every engine must agree with simple_interp.run on every generated program.
 # One line per engine: name -> fn(prog, argv) -> simple_interp.Outcome.
-# (Issue plan: add `brili --jit` here when it exists.)
 ENGINES = {
     "brili": _brili,
+    "brili --jit": _brili_jit,
 }
 
 # Generated loops run a handful of times; the default threshold (56 visits)

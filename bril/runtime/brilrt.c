@@ -23,6 +23,15 @@
  * loads and stores inline; only alloc and free call in here.  Large regions
  * are mapped lazily, so (as in the interpreter) a huge, barely used region
  * costs almost nothing.
+ *
+ * The in-process build (-DBRT_JIT, a shared library: bril.native.runtime_library)
+ * serves the JIT and the interpreter's native heap (bril.heap.NativeHeap): no
+ * `main`; output goes to a growable buffer drained by brt_out_take; an error
+ * stores its message (brt_error_message) and longjmps back to the innermost
+ * brt_jit_call(fn, slots), which then returns -1; brt_py_alloc / brt_py_free
+ * are the heap's entries for Python; regions freed by native code are logged
+ * in brt_freed so that Python drops its views of them; brt_heap_reset starts
+ * a new program.  The executable build is unchanged by all this.
  */
 
 #define _GNU_SOURCE
@@ -43,12 +52,58 @@
 
 static void out_flush(void);
 
+#ifndef BRT_JIT
+
 NORETURN void brt_fail(const char *msg) {
     out_flush();
     fprintf(stderr, "error: %s\n", msg);
     fflush(stderr);
     _exit(2);
 }
+
+#else /* BRT_JIT: in process (bril.native.runtime_library) */
+
+/* An error stores its message and jumps back to the innermost active
+ * brt_jit_call (or brt_py_alloc / brt_py_free), which returns -1; the output
+ * stays in the buffer for brt_out_take. */
+#include <setjmp.h>
+
+static char error_message[1024];
+static __thread jmp_buf *jmp_top;
+
+NORETURN void brt_fail(const char *msg) {
+    if (msg != error_message) {
+        size_t n = strlen(msg);
+        if (n >= sizeof error_message) n = sizeof error_message - 1;
+        memcpy(error_message, msg, n);
+        error_message[n] = '\0';
+    }
+    if (jmp_top) longjmp(*jmp_top, 1);
+    /* No trampoline (a misuse): fail as an executable would. */
+    fprintf(stderr, "error: %s\n", error_message);
+    fflush(stderr);
+    _exit(2);
+}
+
+const char *brt_error_message(void) {
+    return error_message;
+}
+
+int64_t brt_jit_call(void *fn, int64_t *slots) {
+    jmp_buf here;
+    jmp_buf *volatile saved = jmp_top;
+    error_message[0] = '\0';
+    if (setjmp(here)) {
+        jmp_top = saved;
+        return -1;
+    }
+    jmp_top = &here;
+    int64_t r = ((int64_t (*)(int64_t *))fn)(slots);
+    jmp_top = saved;
+    return r;
+}
+
+#endif
 
 static NORETURN void failf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static NORETURN void failf(const char *fmt, ...) {
@@ -61,6 +116,8 @@ static NORETURN void failf(const char *fmt, ...) {
 }
 
 /* --- output ------------------------------------------------------------------------- */
+
+#ifndef BRT_JIT
 
 static char out_buf[1 << 16];
 static size_t out_len;
@@ -97,6 +154,49 @@ static void out_char(char c) {
     if (out_len == sizeof out_buf) out_flush();
     out_buf[out_len++] = c;
 }
+
+#else /* BRT_JIT: a growable buffer that Python drains (brt_out_take) */
+
+static char *out_buf;
+size_t brt_out_len;         /* bytes waiting (Python reads it to skip empty takes) */
+#define out_len brt_out_len
+static size_t out_cap;
+
+static __attribute__((unused)) void out_flush(void) {}
+
+static void out_reserve(size_t n) {
+    if (out_len + n <= out_cap) return;
+    size_t cap = out_cap ? out_cap : 1 << 16;
+    while (cap < out_len + n) cap *= 2;
+    char *p = realloc(out_buf, cap);
+    if (!p) {
+        out_len = 0;            /* out of memory: drop the output rather than crash */
+        brt_fail("out of memory");
+    }
+    out_buf = p;
+    out_cap = cap;
+}
+
+static void out_write(const char *s, size_t n) {
+    out_reserve(n);
+    memcpy(out_buf + out_len, s, n);
+    out_len += n;
+}
+
+static void out_char(char c) {
+    if (out_len == out_cap) out_reserve(1);
+    out_buf[out_len++] = c;
+}
+
+/* The output printed since the last call (*len bytes, valid until the next
+ * output); the buffer is then empty. */
+char *brt_out_take(size_t *len) {
+    *len = out_len;
+    out_len = 0;
+    return out_buf;
+}
+
+#endif
 
 /* A double as JavaScript prints x.toFixed(17) (|log10 x| < 10) or
  * x.toExponential(17) (otherwise): what bril.values.format_float does.
@@ -253,6 +353,9 @@ typedef struct {
 brt_region *brt_regions;
 static int64_t region_count, region_cap, live_regions;
 
+int64_t brt_dyn_count;      /* dynamic instructions, added by generated code */
+int64_t brt_depth;          /* nested Bril calls, kept by generated code */
+
 /* Regions larger than JavaScript arrays allow are refused, as the interpreter
  * refuses them (bril/heap.py MAX_REGION). */
 #define MAX_REGION ((1LL << 32) - 1)
@@ -262,7 +365,7 @@ static int64_t region_count, region_cap, live_regions;
  * region that is barely used costs (almost) nothing. */
 typedef struct {
     size_t bytes;           /* mapped size, or 0 if from calloc */
-    size_t pad;
+    size_t pad;             /* BRT_JIT: the cell size (bril.heap checks its views) */
 } block_header;
 
 #define MAP_THRESHOLD ((size_t)1 << 20)
@@ -281,6 +384,9 @@ static unsigned char *block_alloc(size_t cells, size_t cell_size) {
         if (!h) return NULL;
         h->bytes = 0;
     }
+#ifdef BRT_JIT
+    h->pad = cell_size;
+#endif
     return (unsigned char *)(h + 1);
 }
 
@@ -291,6 +397,26 @@ static void block_free(unsigned char *data) {
     else
         free(h);
 }
+
+#ifdef BRT_JIT
+/* Ids of the regions freed since Python last looked (bril.heap.NativeHeap.sync
+ * reads brt_freed[0..brt_freed_len) and sets brt_freed_len to 0), so that it
+ * can drop its views of freed memory. */
+int64_t *brt_freed;
+int64_t brt_freed_len;
+static int64_t freed_cap;
+
+static void free_log_add(int64_t region) {
+    if (brt_freed_len == freed_cap) {
+        int64_t cap = freed_cap ? freed_cap * 2 : 256;
+        int64_t *p = realloc(brt_freed, (size_t)cap * sizeof *p);
+        if (!p) brt_fail("out of memory");
+        brt_freed = p;
+        freed_cap = cap;
+    }
+    brt_freed[brt_freed_len++] = region;
+}
+#endif
 
 int64_t brt_alloc(int64_t amount, int64_t cell_size) {
     if (amount <= 0) failf("must allocate a positive amount of memory: %lld <= 0", (long long)amount);
@@ -317,12 +443,75 @@ void brt_free(int64_t region, int64_t offset) {
     brt_regions[region].data = NULL;
     brt_regions[region].len = 0;
     live_regions--;
+#ifdef BRT_JIT
+    free_log_add(region);
+#endif
 }
+
+#ifdef BRT_JIT
+/* For the interpreter's native heap (bril.heap.NativeHeap), which calls these
+ * through ctypes: no trampoline is active there, so errors return -1 with the
+ * message in brt_error_message(). */
+
+static void region_free(int64_t region) {
+    block_free(brt_regions[region].data);
+    brt_regions[region].data = NULL;
+    brt_regions[region].len = 0;
+    live_regions--;
+}
+
+/* A new region's data address (its id in *id), or 0 after an error. */
+int64_t brt_py_alloc(int64_t amount, int64_t cell_size, int64_t *id) {
+    jmp_buf here;
+    jmp_buf *volatile saved = jmp_top;
+    error_message[0] = '\0';
+    if (setjmp(here)) {
+        jmp_top = saved;
+        return 0;
+    }
+    jmp_top = &here;
+    *id = brt_alloc(amount, cell_size);
+    jmp_top = saved;
+    return (int64_t)(intptr_t)brt_regions[*id].data;
+}
+
+/* Free from Python (which drops its views itself: not logged in brt_freed). */
+int64_t brt_py_free(int64_t region, int64_t offset) {
+    if (region < 0 || region >= region_count || offset != 0 || brt_regions[region].data == NULL) {
+        snprintf(error_message, sizeof error_message,
+                 "Tried to free illegal memory location base: %lld, offset: %lld. Offset must be 0.",
+                 (long long)region, (long long)offset);
+        return -1;
+    }
+    region_free(region);
+    return 0;
+}
+
+int64_t brt_live_regions(void) {
+    return live_regions;
+}
+
+int64_t brt_region_count(void) {
+    return region_count;
+}
+
+/* Free every region and start ids from 0 again (a new program run). */
+void brt_heap_reset(void) {
+    for (int64_t i = 0; i < region_count; i++)
+        if (brt_regions[i].data) block_free(brt_regions[i].data);
+    region_count = 0;
+    live_regions = 0;
+    brt_freed_len = 0;
+    brt_dyn_count = 0;
+    brt_depth = 0;
+    out_len = 0;
+}
+#endif
 
 /* --- counters -------------------------------------------------------------------------- */
 
-int64_t brt_dyn_count;      /* dynamic instructions, added by generated code */
-int64_t brt_depth;          /* nested Bril calls, kept by generated code */
+/* brt_dyn_count (dynamic instructions, added by generated code) and brt_depth
+ * (nested Bril calls, kept by generated code) are defined with the heap. */
 
 /* The interpreter's limit on nested calls (bril/interp.py MAX_CALL_DEPTH). */
 #define MAX_CALL_DEPTH 200000
@@ -559,6 +748,8 @@ void brt_check_arity(int64_t expected, int64_t got) {
 
 /* --- the program's entry ------------------------------------------------------------- */
 
+#ifndef BRT_JIT
+
 /* Defined by the generated code: checks and parses @main's arguments, runs @main. */
 extern void bril_start(int64_t argc, char **argv);
 /* Defined by the generated code: 1 if it keeps brt_dyn_count (brilc without --no-count). */
@@ -635,3 +826,5 @@ int main(int argc, char **argv) {
     if (profile) fprintf(stderr, "total_dyn_inst: %lld\n", (long long)brt_dyn_count);
     return 0;
 }
+
+#endif /* !BRT_JIT */

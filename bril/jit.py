@@ -1,0 +1,729 @@
+"""The JIT behind `brili --jit`: hot loops and hot functions of the running program
+become native code, entered at loop headers and function entries, left at any
+block boundary.
+
+How a run goes (`bril.interp.run(..., jit=Jit())`):
+
+1. Every function runs in its *jit variant* (`bril.codegen`): the interpreter's
+   normal code plus a counter at the function's entry and at each loop header.
+2. When a loop header has been reached `hot` times, the hook hands the frame's
+   variables to `Jit.enter`.  The first time, the JIT chooses the region: the
+   outermost loop around that header whose blocks native code can run --
+   every path through the loop nest, not only the recorded one, so a loop
+   whose branch changes direction stays native; blocks that return, phi/ssa2
+   code and speculation still open where control would leave are left out.
+   It lowers the region with `bril.jit_lower` (the AOT compiler's per-op
+   lowering: one definition of each op), optimizes it at LLVM -O2 and
+   compiles it in this process (`bril.native.JIT`).  A region is compiled
+   once per run and can be entered at each of its loop headers; functions it
+   calls are compiled whole, once per run, and shared by later modules.
+3. Native code runs until control leaves the region: at an edge to a block
+   outside it (a loop exit, an excluded path) it writes back the variables
+   and returns that block.  That is exactly the interpreter's state there
+   (the frame is the "resume data"), so nothing is rolled back: the
+   interpreter goes on at that block in the function's `jitx` variant, where
+   every block is reachable.  A region whose entries do too little work is
+   given back to the interpreter for good.
+4. A function called `hot_calls` times is compiled whole and from then on
+   called natively from the interpreter (so recursion runs natively too).
+5. Native code shares the interpreter's heap (`bril.heap.NativeHeap`: regions
+   live in the C runtime's table), prints into the runtime's buffer, drained
+   into the interpreter's output after each native call (so the order is
+   kept), and counts the instructions it stands for into the runtime's
+   counter, added to the interpreter's `-p` count after each call.  A run-time
+   error in native code comes back as the interpreter's `BrilError`.
+
+Speculation in the program (from `brili --trace`) runs natively inside a
+region: `speculate` snapshots the variables, a failing `guard` restores them
+and jumps to its label, as in the interpreter.  Programs native code cannot
+handle at all (`any`, a variable of two types, ...) simply run interpreted.
+"""
+
+import atexit
+import collections
+import ctypes
+import itertools
+import queue
+import threading
+import time
+from concurrent.futures import Future
+
+from . import codegen
+from .errors import BrilError
+
+DEFAULT_HOT = 1000
+# A region whose entries average fewer native instructions than this (measured
+# over ENTRY_SAMPLE entries) costs more to enter than it saves: drop it.
+MIN_WORK_PER_ENTRY = 40
+ENTRY_SAMPLE = 64
+NEVER = 1 << 62
+# While a region or function compiles in the background, its hook looks again
+# after this many more arrivals.
+RECHECK = 64
+# A function becomes native code, whole, after this many times `hot` calls
+# (compiling one costs about as much as interpreting a few thousand calls).
+CALLS_PER_HOT = 5
+_NOT_NATIVE = object()
+# A loop turning hot in a function called at least this many times makes the
+# JIT compile the whole function first.
+CALLS_FOR_WHOLE = 8
+
+_SKIP_OPS = {"phi", "set", "get", "undef"}
+
+
+_PY_TYPE = {"int": int, "bool": bool, "float": float, "char": str, "ptr": tuple}
+
+
+class NativeCall:
+    """A function compiled whole, called natively from the interpreter."""
+
+    def __init__(self, index, name):
+        self.index = index
+        self.name = name
+        self.address = None
+        self.pending = None             # a background compilation (Future)
+        self.symbol = None
+        self.types = ()
+        self.result = None
+        self.buffers = None
+        self.compile_seconds = 0.0
+        self.entries = 0
+        self.native_instrs = 0
+        self.dropped = None
+        self.error = None
+
+
+class Region:
+    """One compiled loop region and its statistics."""
+
+    def __init__(self, k, fc, header, blocks, entries):
+        self.k = k
+        self.fc = fc
+        self.header = header            # the header of the loop the region is
+        self.blocks = blocks            # block indices that run natively
+        self.entry_blocks = entries     # loop headers where native code can be entered
+        self.address = None
+        self.pending = None             # a background compilation (Future)
+        self.symbol = None
+        self.slots = None               # bril.jit_lower.Slots
+        self.enter_fn = self.leave_fn = None
+        self.lids = {}                  # exit block index -> layout id
+        self.compile_seconds = 0.0
+        self.entries = 0
+        self.exits = {}                 # exit block index -> times
+        self.native_instrs = 0
+        self.dropped = None             # why the region went back to the interpreter
+        self.error = None               # the run-time error raised in it, if any
+
+
+def _block_ok(b):
+    term = b.term
+    if b.falls_off or (term is not None and term["op"] == "ret"):
+        return False
+    return not any(i.get("op") in _SKIP_OPS for i in b.instrs)
+
+
+def _spec_depths(blocks, region, header):
+    """{block: speculation depth at its entry} for the region entered at header, or
+    None if a speculation could be open where control leaves the region (native
+    code cannot hand an open speculation to the interpreter) or depths disagree."""
+    depth = {header: 0}
+    todo = [header]
+    while todo:
+        bi = todo.pop()
+        d = depth[bi]
+        b = blocks[bi]
+        for instr in b.instrs:
+            op = instr.get("op")
+            if op == "speculate":
+                d += 1
+            elif op == "commit":
+                d -= 1
+        edges = [(s, d) for s in b.succs]
+        if b.abort_succ is not None:
+            edges.append((b.abort_succ, d - 1))
+        for s, ds in edges:
+            if s not in region:
+                if ds != 0:
+                    return None
+                continue
+            if s in depth:
+                if depth[s] != ds:
+                    return None
+                continue
+            depth[s] = ds
+            todo.append(s)
+    return depth
+
+
+def grow_region(fc, header, allowed):
+    """(blocks, entries): the blocks of `allowed` that can run natively, reachable
+    from header without leaving them, and the loop headers among them where
+    native code may be entered (no speculation open there); None if the header
+    itself cannot run natively or a speculation could be open at an exit."""
+    ok = {bi for bi in allowed if _block_ok(fc.blocks_by_index[bi])}
+    if header not in ok:
+        return None
+    region = {header}
+    todo = [header]
+    while todo:
+        b = fc.blocks_by_index[todo.pop()]
+        nexts = list(b.succs) + ([b.abort_succ] if b.abort_succ is not None else [])
+        for s in nexts:
+            if s in ok and s not in region:
+                region.add(s)
+                todo.append(s)
+    depth = _spec_depths(fc.blocks_by_index, region, header)
+    if depth is None:
+        return None
+    entries = {l.header for l in fc.loops if l.header in region and depth.get(l.header) == 0}
+    return region, entries
+
+
+def select_region(fc, header):
+    """Candidate regions for when the loop at `header` gets hot, widest first, as
+    (blocks, entries) lists: everything of the function reachable from the
+    header that native code can run (the rest of the function's work, all its
+    later loops included, in one compilation), then the outermost loop around
+    the header, then inner ones.  A region is entered at whichever of its loop
+    headers is running."""
+    out = []
+    whole = grow_region(fc, header, range(len(fc.blocks_by_index)))
+    if whole is not None:
+        out.append(whole)
+    loops = []
+    loop = next(l for l in fc.loops if l.header == header)
+    while loop is not None:
+        loops.append(loop)
+        loop = loop.parent
+    for loop in reversed(loops):
+        found = grow_region(fc, loop.header, loop.body)
+        if found is not None and header in found[1] and \
+                all(found[0] != c[0] for c in out):
+            out.append(found)
+    return out
+
+
+# --- moving variables between the interpreter's frame and the slot array -------------------
+
+def _marshal_source(slots, heap_names):
+    """Python source of `_in(L, S, D)` (frame locals -> slots; False if a value does
+    not have its declared kind) and `_out(S, D)` (slots -> {local: value})."""
+    lines = ["def _in(L, S, D):"]
+    for n in slots.names:
+        key = slots.types[n]
+        i = slots.index(n)
+        py = codegen.var_name(n)
+        lines.append(f"    v = L.get({py!r}, _M)")
+        lines.append("    if v is _M:")
+        lines.append(f"        S[{i}] = 0")
+        lines.append("    else:")
+        test, store = {
+            "int": ("int", f"S[{i + 1}] = v"),
+            "bool": ("bool", f"S[{i + 1}] = v"),
+            "float": ("float", f"D[{i + 1}] = v"),
+            "char": ("str", f"S[{i + 1}] = ord(v)"),
+        }.get(key, ("tuple", f"S[{i + 1}], S[{i + 2}] = _to_pair(v)"))
+        lines.append(f"        if type(v) is not {test}: return False")
+        lines.append(f"        S[{i}] = 1; {store}")
+    lines.append("    return True")
+    lines.append("def _out(S, D):")
+    lines.append("    r = {}")
+    for n in slots.names:
+        if n not in slots.written:
+            continue
+        key = slots.types[n]
+        i = slots.index(n)
+        py = codegen.var_name(n)
+        value = {
+            "int": f"S[{i + 1}]",
+            "bool": f"S[{i + 1}] != 0",
+            "float": f"D[{i + 1}]",
+            "char": f"chr(S[{i + 1}])",
+        }.get(key)
+        if value is None:
+            elem = heap_names.setdefault(repr(key[1]), f"_T{len(heap_names)}")
+            value = f"_from_pair(S[{i + 1}], S[{i + 2}], {elem})"
+        lines.append(f"    if S[{i}]: r[{py!r}] = {value}")
+    lines.append("    return r")
+    return "\n".join(lines) + "\n"
+
+
+def _json_type(key):
+    return key if isinstance(key, str) else {"ptr": _json_type(key[1])}
+
+
+class _Worker:
+    """One background thread turning IR text into machine code (object files),
+    in submission order.  It touches no engine: loading the code into the
+    engine happens on the interpreter's thread (`Jit._collect`).  ctypes
+    releases the GIL during LLVM's work, so the interpreter goes on running on
+    the other core meanwhile."""
+
+    def __init__(self):
+        self.jobs = queue.SimpleQueue()
+        self.unfinished = 0
+        self.idle = threading.Condition()
+        threading.Thread(target=self._loop, name="bril-jit-compiler", daemon=True).start()
+        # LLVM's static destructors run when the process exits: not while this
+        # thread is inside LLVM.  (`brili` itself leaves with os._exit instead.)
+        atexit.register(self.wait, 60)
+
+    def submit(self, text, level):
+        job = Future()
+        job.seconds = 0.0
+        with self.idle:
+            self.unfinished += 1
+        self.jobs.put((job, text, level))
+        return job
+
+    def wait(self, timeout=None):
+        """Until every submitted job is done (or timeout seconds)."""
+        with self.idle:
+            self.idle.wait_for(lambda: self.unfinished == 0, timeout)
+
+    def _loop(self):
+        from . import native
+        while True:
+            job, text, level = self.jobs.get()
+            t0 = time.perf_counter()
+            try:
+                result = native.compile_object(text, level)
+            except BaseException as e:          # handed to the interpreter's thread
+                job.seconds = time.perf_counter() - t0
+                job.set_exception(e)
+            else:
+                job.seconds = time.perf_counter() - t0
+                job.set_result(result)
+            with self.idle:
+                self.unfinished -= 1
+                self.idle.notify_all()
+
+
+_WORKER = None
+_WORKER_LOCK = threading.Lock()
+
+
+def _worker():
+    global _WORKER
+    with _WORKER_LOCK:
+        if _WORKER is None:
+            _WORKER = _Worker()
+    return _WORKER
+
+
+_ENGINES = {}
+_REGION_NAMES = itertools.count()
+_RUNS = itertools.count()
+
+
+def _engine(level):
+    """The process's MCJIT engine for this optimization level: one for all runs (an
+    engine and its modules must live as long as the process, and compiled regions
+    are cached by their IR across runs)."""
+    from . import native
+    engine = _ENGINES.get(level)
+    if engine is None:
+        engine = _ENGINES[level] = native.JIT(level)
+    return engine
+
+
+class Jit:
+    """One run's JIT state.  `attach(compiled)` is called by `bril.interp.run`."""
+
+    def __init__(self, hot=DEFAULT_HOT, level=2, hot_calls=None, background=False):
+        self.hot = max(1, hot)
+        self.hot_calls = max(1, hot_calls if hot_calls is not None else CALLS_PER_HOT * hot)
+        self.level = level
+        # Compile on another thread while the interpreter goes on (the result is
+        # the same either way; only how soon native code takes over differs).
+        self.background = background
+        self.compiled = None
+        self.regions = {}               # hook number -> Region (or None: interpreted)
+        self.all_regions = []           # in order of compilation
+        self.hook_headers = None        # hook number -> (function index, header)
+        self.prefix = f"jit{next(_RUNS)}"   # symbols of this run's native functions
+        self.native_functions = set()   # indices of functions compiled whole (any module)
+        self.calls = {}                 # function index -> NativeCall (or None)
+        self.all_calls = []
+        self.deferred = set()           # hooks whose loop waited for a whole function
+        self.queue = collections.deque()    # compiling in the background, in order
+        self.failed = set()             # indices of functions whose module failed
+        self.rt = None
+        self.engine = None
+        self.heap = None
+        self.setup_seconds = 0.0
+        self.refused = None             # why the whole program runs interpreted
+
+    # --- set-up ------------------------------------------------------------------------
+
+    def attach(self, compiled):
+        """Prepare to JIT this program; returns self, or None if native code cannot
+        run any of it (then the program is simply interpreted)."""
+        t0 = time.perf_counter()
+        try:
+            from . import native
+            from .llvm_lower import ProgramLowering
+            probe = ProgramLowering(compiled.linked)
+            for index in range(len(compiled.linked.functions)):
+                probe.info(index)           # every variable has one supported type
+        except BrilError as e:
+            self.refused = str(e)
+            return None
+        self.rt = native.runtime_library()
+        self.rt.lib.brt_heap_reset()        # a new run: empty heap, buffers, counters
+        self.engine = _engine(self.level)
+        uses_memory = any(i.get("op") == "alloc" for f in compiled.linked.functions
+                          for i in f.get("instrs") or [])
+        # The interpreter's heap moves into the runtime's region table, shared
+        # with native code (only when the program has memory to share).
+        self.heap = compiled.use_native_heap(self.rt) if uses_memory else None
+        self.compiled = compiled
+        compiled.jit_threshold = self.hot
+        compiled.ns["_JX"] = self.enter
+        compiled.ns["_JY"] = self.call
+        compiled.ns["_JNO"] = _NOT_NATIVE
+        compiled.ns["_JF"] = [self.hot_calls] * len(compiled.linked.functions)
+        main = compiled.linked.main_index()
+        compiled.ns["_JF"][main] = NEVER    # runs once: nothing to gain
+        self.setup_seconds = time.perf_counter() - t0
+        return self
+
+    def finish(self):
+        """After the run: nothing is left in the runtime's buffers."""
+        self._drain()
+
+    # --- the hook ----------------------------------------------------------------------
+
+    def enter(self, k, frame):
+        region = self.regions.get(k, False)
+        if region is False:
+            if self._whole_function_instead(k):
+                return None
+            region = self._compile(k)
+        if region is None or not self._ready(region):
+            self.compiled.ns["_JC"][k] = \
+                RECHECK if region is not None and region.pending is not None else NEVER
+            return None
+        S, D = region.buffers
+        if not region.enter_fn(frame, S, D):
+            return None                 # a value of another kind: let the interpreter fail
+        S[region.slots.size] = self.hook_headers[k][1]
+        ns = self.compiled.ns
+        region.entries += 1
+        try:
+            t = self.rt.call(region.address, S)
+        except BrilError as e:
+            region.error = e.message
+            raise
+        finally:
+            self._drain()
+            if self.heap is not None:
+                self.heap.sync()
+        region.exits[t] = region.exits.get(t, 0) + 1
+        work = ns["_native_last"]
+        region.native_instrs += work
+        if region.entries == ENTRY_SAMPLE and \
+                region.native_instrs < MIN_WORK_PER_ENTRY * ENTRY_SAMPLE:
+            region.dropped = (f"{region.native_instrs / region.entries:.0f} instructions "
+                              "per entry")
+            region.address = None
+        # The whole frame: the interpreter may go on in another frame (jitx).
+        frame.update(region.leave_fn(S, D))
+        return region.lids[t], frame
+
+    def _whole_function_instead(self, k):
+        """A hot loop in a function called many times already: compile the function
+        whole (its later calls run natively) rather than this loop, and go on
+        interpreting this call.  Only if the loop stays hot in this same call
+        does it get a region of its own (one compilation, not two, in the usual
+        case of a loop inside a hot function)."""
+        if self.hook_headers is None:
+            self.hook_headers = {v: key for key, v in self.compiled.jit_headers.items()}
+        index = self.hook_headers[k][0]
+        if k in self.deferred or index in self.calls:
+            return False
+        ns = self.compiled.ns
+        if self.hot_calls - ns["_JF"][index] < CALLS_FOR_WHOLE:
+            return False
+        self.deferred.add(k)
+        native = self.calls[index] = self._compile_call(index)
+        if native is None:
+            return False
+        ns["_JF"][index] = 0                # the next call runs natively
+        ns["_JC"][k] = self.hot
+        return True
+
+    def call(self, index, args):
+        """The hook at a function's entry, once it has been called often: run the
+        call natively (compiling the function whole the first time); returns its
+        result, or _NOT_NATIVE to interpret it."""
+        native = self.calls.get(index, False)
+        if native is False:
+            native = self.calls[index] = self._compile_call(index)
+        if native is None or not self._ready(native):
+            self.compiled.ns["_JF"][index] = \
+                RECHECK if native is not None and native.pending is not None else NEVER
+            return _NOT_NATIVE
+        S, D = native.buffers
+        for i, (key, v) in enumerate(zip(native.types, args)):
+            if type(v) is not _PY_TYPE[key if isinstance(key, str) else "ptr"]:
+                return _NOT_NATIVE      # let the interpreter report it
+            if key == "float":
+                D[2 * i] = v
+            elif key == "char":
+                S[2 * i] = ord(v)
+            elif isinstance(key, str):
+                S[2 * i] = v
+            else:
+                S[2 * i], S[2 * i + 1] = self.heap.to_pair(v)
+        native.entries += 1
+        try:
+            self.rt.call(native.address, S)
+        except BrilError as e:
+            native.error = e.message
+            raise
+        finally:
+            self._drain()
+        native.native_instrs += self.compiled.ns["_native_last"]
+        key = native.result
+        if key is None:
+            return None
+        if key == "int":
+            return S[0]
+        if key == "bool":
+            return S[0] != 0
+        if key == "float":
+            return D[0]
+        if key == "char":
+            return chr(S[0])
+        return self.heap.from_pair(S[0], S[1], _json_type(key[1]))
+
+    def _compile_call(self, index):
+        from .jit_lower import lower_call
+        fc = self.compiled.codes.get(index)
+        native = NativeCall(index, fc.name if fc else "?")
+        t0 = time.perf_counter()
+        try:
+            name = f"jit.call.{next(_REGION_NAMES)}"
+            module, types, result, defined, used = lower_call(
+                self.compiled.linked, index, name, prefix=self.prefix,
+                compiled_functions=self.native_functions)
+            if self.heap is None and any(not isinstance(t, str) for t in types + [result]
+                                         if t is not None):
+                raise BrilError("pointers need the shared heap")
+            native.compile_seconds = time.perf_counter() - t0
+            self._machine_code(native, module, name, defined, used)
+        except BrilError as e:
+            native.dropped = str(e)
+            self.all_calls.append(native)
+            return None
+        self.native_functions.update(defined)
+        native.types, native.result = types, result
+        S = (ctypes.c_int64 * max(2, 2 * len(types)))()
+        native.buffers = (S, (ctypes.c_double * len(S)).from_buffer(S))
+        self.all_calls.append(native)
+        return native
+
+    def _machine_code(self, obj, module, name, defined, used):
+        """Compile a lowered module for obj (a Region or NativeCall) now, or hand it
+        to the background thread; `obj.address` is set when it is ready."""
+        from . import native
+        t0 = time.perf_counter()
+        text = native.ir_text(module, self.engine.tm)
+        obj.compile_seconds += time.perf_counter() - t0
+        obj.symbol = name
+        obj.defines, obj.uses = set(defined), set(used)
+        if self.background:
+            obj.pending = _worker().submit(text, self.level)
+            self.queue.append(obj)
+            return
+        t0 = time.perf_counter()
+        try:
+            obj.address = self.engine.compile(text)[name]
+        except BrilError:
+            self.failed |= obj.defines
+            raise
+        finally:
+            obj.compile_seconds += time.perf_counter() - t0
+
+    def _ready(self, obj):
+        """True if obj has machine code; False if not, or not yet (`obj.pending` is
+        still set while it compiles in the background)."""
+        if obj.pending is not None:
+            self._collect()
+        return obj.pending is None and obj.address is not None
+
+    def _collect(self):
+        """Load finished background compilations into the engine, in submission
+        order (later code may call functions earlier code defines)."""
+        while self.queue and self.queue[0].pending.done():
+            obj = self.queue.popleft()
+            job, obj.pending = obj.pending, None
+            obj.compile_seconds += job.seconds
+            t0 = time.perf_counter()
+            try:
+                if obj.uses & self.failed:
+                    raise BrilError("a function it calls could not be compiled")
+                obj.address = self.engine.add_object(job.result(), [obj.symbol])[obj.symbol]
+            except Exception as e:          # (LLVM's own errors included) interpret it
+                obj.dropped = str(e)
+                self.failed |= obj.defines
+            obj.compile_seconds += time.perf_counter() - t0
+
+    def _drain(self):
+        rt = self.rt
+        if rt is None:
+            return
+        text = rt.take_output()
+        if text:
+            self.compiled.ns["_P"](text)
+        n = rt.dyn_count
+        if n:
+            rt.dyn_count = 0
+            self.compiled.ns["_N"] += n
+        self.compiled.ns["_native_last"] = n
+
+    # --- compiling a region --------------------------------------------------------------
+
+    def _compile(self, k):
+        compiled = self.compiled
+        if self.hook_headers is None:
+            self.hook_headers = {v: key for key, v in compiled.jit_headers.items()}
+        index, header = self.hook_headers[k]
+        fc = compiled.codes[index]
+        region = None
+        for blocks, entries in select_region(fc, header):
+            region = Region(k, fc, header, blocks, entries)
+            try:
+                self._build(region)
+                break
+            except BrilError as e:      # e.g. an ill-typed instruction: try a smaller one
+                region.dropped = str(e)
+                region.address = region.pending = None
+        if region is None:
+            self.regions[k] = None
+            return None
+        # Every loop the region can be entered at tries it at its next visits.
+        self.all_regions.append(region)
+        jc = compiled.ns["_JC"]
+        for h in entries:
+            hk = compiled.jit_headers.get((index, h))
+            if hk is not None and self.regions.get(hk) is None:
+                self.regions[hk] = region
+                if region.address is not None or region.pending is not None:
+                    jc[hk] = min(jc[hk], 0)
+        return region
+
+    def _build(self, region):
+        from .jit_lower import lower_region
+        fc = region.fc
+        # Unique in the process: the engine is shared by every run, and a name
+        # compiled twice would resolve to its first definition.
+        name = f"jit.region.{next(_REGION_NAMES)}"
+        t0 = time.perf_counter()
+        module, slots, defined, used = lower_region(
+            self.compiled.linked, fc.index, region.blocks, sorted(region.entry_blocks), name,
+            prefix=self.prefix, compiled_functions=self.native_functions)
+        if self.heap is None and any(not isinstance(t, str) for t in slots.types.values()):
+            raise BrilError("pointers need the shared heap")
+        region.compile_seconds = time.perf_counter() - t0
+        self._machine_code(region, module, name, defined, used)
+        self.native_functions.update(defined)
+        region.slots = slots
+        heap_names = {}
+        src = _marshal_source(slots, heap_names)
+        env = {"_M": object()}
+        if self.heap is not None:
+            env["_to_pair"] = self.heap.to_pair
+            env["_from_pair"] = self.heap.from_pair
+        for typ_repr, pyname in heap_names.items():
+            env[pyname] = _json_type(eval(typ_repr))
+        exec(compile(src, f"<jit region {region.k}>", "exec"), env)
+        region.enter_fn, region.leave_fn = env["_in"], env["_out"]
+        # slots, then the block to start at
+        S = (ctypes.c_int64 * (slots.size + 1))()
+        D = (ctypes.c_double * (slots.size + 1)).from_buffer(S)
+        region.buffers = (S, D)
+        region.lids = {bi: b.lid for bi, b in enumerate(fc.blocks_by_index) if b.lid is not None}
+
+    # --- the report ----------------------------------------------------------------------
+
+    def report(self):
+        """JSON-ready summary: per region, where it is, what it covers, compile time,
+        native entries and exits."""
+        out = {"setup_seconds": round(self.setup_seconds, 4), "refused": self.refused,
+               "regions": [], "functions": []}
+        for k, region in sorted(self.regions.items()):
+            if region is None:
+                index, header = self.hook_headers[k]
+                fc = self.compiled.codes[index]
+                out["regions"].append({
+                    "function": fc.name, "header": _block_name(fc, header),
+                    "compiled": False,
+                    "why": "its header cannot run natively (a return, phi/ssa2 code, "
+                           "or speculation left open)"})
+        self._collect()                     # finished background work
+        for native in self.all_calls:
+            out["functions"].append({
+                "function": native.name,
+                "compiled": native.address is not None or native.entries > 0,
+                "compiling": native.pending is not None,
+                "compile_seconds": round(native.compile_seconds, 4),
+                "calls": native.entries,
+                "native_instructions": native.native_instrs,
+                "dropped": native.dropped,
+                "error": native.error,
+            })
+        for region in self.all_regions:
+            fc = region.fc
+            out["regions"].append({
+                "function": fc.name,
+                "header": _block_name(fc, region.header),
+                "entered_at": [_block_name(fc, bi) for bi in sorted(region.entry_blocks)],
+                "blocks": [_block_name(fc, bi) for bi in sorted(region.blocks)],
+                "instructions": sum(fc.blocks_by_index[bi].size for bi in region.blocks),
+                "compiled": region.address is not None or region.entries > 0,
+                "compiling": region.pending is not None,
+                "compile_seconds": round(region.compile_seconds, 4),
+                "entries": region.entries,
+                "exits": {_block_name(fc, t): n for t, n in sorted(region.exits.items())},
+                "native_instructions": region.native_instrs,
+                "dropped": region.dropped,
+                "error": region.error,
+            })
+        return out
+
+
+def _block_name(fc, bi):
+    b = fc.blocks_by_index[bi]
+    return f".{b.label}" if b.label is not None else f"#{bi}"
+
+
+def report_text(report):
+    lines = [f"jit: set-up {report['setup_seconds']:.3f} s"
+             + (f"; program interpreted: {report['refused']}" if report["refused"] else "")]
+    for r in report["regions"]:
+        where = f"@{r['function']} {r['header']}"
+        if not r.get("compiled"):
+            why = "still compiling when the program ended" if r.get("compiling") \
+                else r.get("why") or r.get("dropped")
+            lines.append(f"  {where}: not compiled ({why})")
+            continue
+        exits = ", ".join(f"{k} x{n}" for k, n in r["exits"].items()) or "none"
+        lines.append(f"  {where}: {len(r['blocks'])} blocks, {r['instructions']} instrs, "
+                     f"compiled in {r['compile_seconds']:.3f} s; {r['entries']} entries, "
+                     f"{r['native_instructions']} native instrs; exits: {exits}"
+                     + (f"; dropped: {r['dropped']}" if r["dropped"] else "")
+                     + (f"; error: {r['error']}" if r["error"] else ""))
+    for f in report.get("functions", ()):
+        where = f"@{f['function']} (whole function)"
+        if not f["compiled"]:
+            why = "still compiling when the program ended" if f.get("compiling") \
+                else f["dropped"]
+            lines.append(f"  {where}: not compiled ({why})")
+            continue
+        lines.append(f"  {where}: compiled in {f['compile_seconds']:.3f} s; {f['calls']} "
+                     f"native calls from the interpreter, {f['native_instructions']} native "
+                     f"instrs" + (f"; error: {f['error']}" if f["error"] else ""))
+    return "\n".join(lines) + "\n"

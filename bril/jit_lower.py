@@ -1,0 +1,309 @@
+"""Lower one region of a Bril function (a hot loop) to a native function for the JIT.
+
+    lower_region(linked, index, region, entries, name) -> (ir.Module, Slots)
+
+The module holds the region function and every function the region calls,
+lowered whole; `index` is the function the region belongs to, `region` the
+set of its block indices that run natively, `entries` the blocks where it may
+be entered (see `bril.jit.select_region`).
+
+The native function is `int64 NAME(int64 *slots)`; it starts at the block
+whose index is in the last slot (one of `entries`, loop headers).  Every
+variable the region mentions has three slots: a definedness flag (0/1), its value (int as is,
+bool 0/1, float bit-cast, char its code point, a pointer's region id) and a
+pointer's offset.  Native code reads them all at entry and, when control
+leaves the region -- an edge to a block outside it -- writes back the
+variables the region assigns and returns the index of the block where the
+interpreter goes on.  Nothing is rolled back at an exit: the variables are
+exactly those of the interpreter at that block (the "resume data" is the
+frame itself), so a branch that goes the other way simply leaves native code.
+
+Instruction meanings, checks and error messages are `bril.llvm_lower`'s (the
+same `Lowering.lower_instr`); speculation inside the region works as in a
+whole function (a snapshot stack in allocas).  Dynamic instructions are
+counted per block into the runtime's `brt_dyn_count`, which the JIT adds to
+the interpreter's count after each native call.
+"""
+
+from llvmlite import ir
+
+from .llvm_lower import (FunctionInfo, FunctionLowering, ProgramLowering, Unsupported, I1,
+                         I32, I64, F64, PTR, POINTER, const_int, kind, llvm_type)
+
+
+class Slots:
+    """Where each variable lives in the slot array, and what the region assigns."""
+
+    def __init__(self, names, types, written, function_name):
+        self.names = names              # variables, in slot order
+        self.types = types              # name -> type key (bril.llvm_lower.type_key)
+        self.written = written          # names the region may assign (written back)
+        self.function_name = function_name
+        self.size = 3 * len(names)
+
+    def index(self, name):
+        return 3 * self.names.index(name)
+
+
+def _region_variables(info, region):
+    used, written = set(), set()
+    for bi in region:
+        for instr in info.blocks[bi].instrs:
+            for a in instr.get("args") or []:
+                used.add(a)
+            d = instr.get("dest")
+            if isinstance(d, str):
+                used.add(d)
+                written.add(d)
+    known = {n for n in used if n in info.var_types}
+    return sorted(known), {n for n in written if n in info.var_types}
+
+
+class RegionLowering(FunctionLowering):
+    """FunctionLowering with another scaffolding: variables come from and go back to
+    the slot array, only the region's blocks are lowered, and an edge out of the
+    region is an exit."""
+
+    def __init__(self, info, program, region, name):
+        self.info = info
+        self.program = program
+        self.rt = program.rt
+        self.func_name = info.name
+        self.region = region
+        names, written = _region_variables(info, region)
+        self.layout = Slots(names, {n: info.var_types[n] for n in names}, written, info.name)
+        self.fn = ir.Function(program.module, ir.FunctionType(I64, [PTR]), name)
+        entry = self.fn.append_basic_block("entry")
+        self.b = ir.IRBuilder(entry)
+        self.slots = {}
+        self.flags = {}
+        for n in names:
+            self.slots[n] = self.b.alloca(llvm_type(info.var_types[n]), name=n)
+            self.flags[n] = self.b.alloca(I1, name=n + ".defined")
+        self.counter = self.b.alloca(I64, name=".count")
+        self.spec_top = self.b.alloca(PTR, name=".spec") if info.has_spec else None
+        self.snapshot_type = None
+        if info.has_spec:
+            fields = [PTR, PTR] + [s.allocated_type for s in self.slots.values()] \
+                + [I1] * len(self.flags)
+            self.snapshot_type = ir.LiteralStructType(fields)
+        self.block = None
+        self.exits = {}
+
+    # --- slots ---------------------------------------------------------------------------
+
+    def slot_ptr(self, i):
+        return self.b.gep(self.fn.args[0], [const_int(i)], source_etype=I64)
+
+    def load_slot(self, i):
+        return self.b.load(self.slot_ptr(i), typ=I64)
+
+    def store_slot(self, i, value):
+        self.b.store(value, self.slot_ptr(i))
+
+    def from_slots(self, name):
+        bld, key, i = self.b, self.layout.types[name], self.layout.index(name)
+        raw = self.load_slot(i + 1)
+        if key == "int":
+            return raw
+        if key == "bool":
+            return bld.icmp_unsigned("!=", raw, const_int(0))
+        if key == "float":
+            return bld.bitcast(raw, F64)
+        if key == "char":
+            return bld.trunc(raw, I32)
+        p = bld.insert_value(ir.Constant(POINTER, ir.Undefined), raw, 0)
+        return bld.insert_value(p, self.load_slot(i + 2), 1)
+
+    def to_slots(self, name):
+        bld, key, i = self.b, self.layout.types[name], self.layout.index(name)
+        v = bld.load(self.slots[name], typ=self.slots[name].allocated_type)
+        flag = bld.zext(bld.load(self.flags[name], typ=I1), I64)
+        self.store_slot(i, flag)
+        if kind(key) == "ptr":
+            self.store_slot(i + 1, bld.extract_value(v, 0))
+            self.store_slot(i + 2, bld.extract_value(v, 1))
+            return
+        if key == "bool":
+            v = bld.zext(v, I64)
+        elif key == "float":
+            v = bld.bitcast(v, I64)
+        elif key == "char":
+            v = bld.zext(v, I64)
+        self.store_slot(i + 1, v)
+
+    # --- the body ------------------------------------------------------------------------
+
+    def lower(self, entries):
+        info, bld = self.info, self.b
+        for n in self.layout.names:
+            i = self.layout.index(n)
+            bld.store(bld.icmp_unsigned("!=", self.load_slot(i), const_int(0)), self.flags[n])
+            bld.store(self.from_slots(n), self.slots[n])
+        bld.store(const_int(0), self.counter)
+        if self.spec_top is not None:
+            bld.store(ir.Constant(PTR, None), self.spec_top)
+        # Calls made from the region nest below the interpreter's frame: start the
+        # native depth count from here (the interpreter has its own limit).
+        self.depth = bld.load(self.rt.glob("brt_depth"), typ=I64)
+        self.llvm_blocks = {bi: self.fn.append_basic_block(f"b{bi}") for bi in sorted(self.region)}
+        # The block to start at: after the variables, in the last slot.
+        start = self.load_slot(self.layout.size)
+        switch = bld.switch(start, self.llvm_blocks[entries[0]])
+        for bi in entries[1:]:
+            switch.add_case(const_int(bi), self.llvm_blocks[bi])
+        for bi in sorted(self.region):
+            b = info.blocks[bi]
+            self.block = b
+            bld.position_at_end(self.llvm_blocks[bi])
+            if b.size:
+                bld.store(bld.add(bld.load(self.counter, typ=I64), const_int(b.size)),
+                          self.counter)
+            for instr in b.instrs:
+                self.lower_instr(instr)
+            if b.term is None and not bld.block.is_terminated:
+                bld.branch(self.target(b.succs[0]))
+            elif not bld.block.is_terminated:
+                bld.unreachable()
+        return self.layout
+
+    def target(self, t):
+        if isinstance(t, int) and t not in self.region:
+            return self.exit_block(t)
+        if isinstance(t, int):
+            return self.llvm_blocks[t]
+        return super().target(t)        # a missing label: its error
+
+    def exit_block(self, t):
+        blk = self.exits.get(t)
+        if blk is None:
+            here = self.b.block
+            blk = self.exits[t] = self.fn.append_basic_block(f"exit{t}")
+            self.b.position_at_end(blk)
+            for n in self.layout.names:
+                if n in self.layout.written:
+                    self.to_slots(n)
+            self.flush_count()
+            self.b.ret(const_int(t))
+            self.b.position_at_end(here)
+        return blk
+
+    def after_guard(self):
+        return self.target(self.block.succs[0])
+
+    def ret(self, instr):               # never lowered: blocks that return stay outside
+        raise AssertionError("ret in a JIT region")
+
+    def implicit_return(self):
+        raise AssertionError("implicit return in a JIT region")
+
+
+class RegionProgram(ProgramLowering):
+    """One JIT module: a region function (or a call wrapper) and, lowered whole,
+    every function it calls, directly or not -- except functions an earlier
+    module of the same run compiled already, which are only declared (the
+    engine links modules by name).  Function symbols are `PREFIX.fINDEX`,
+    external, so that later modules can use them."""
+
+    def __init__(self, linked, name, prefix, compiled_functions):
+        super().__init__(linked, count=True, name=name)
+        self.prefix = prefix
+        self.compiled_functions = compiled_functions    # indices compiled before
+        self.called = set()
+
+    def info(self, index):
+        info = self.infos.get(index)
+        if info is None:
+            info = self.infos[index] = FunctionInfo(
+                index, self.linked.functions[index], self.module, self.count,
+                symbol=f"{self.prefix}.f{index}")
+        return info
+
+    def resolve(self, caller_index, name):
+        r = super().resolve(caller_index, name)
+        if not isinstance(r, str):
+            self.called.add(r.index)
+        return r
+
+    def lower_called(self):
+        """Lower every function called so far (and what they call) that no earlier
+        module defines; returns their indices."""
+        done = set()
+        while True:
+            todo = sorted(self.called - done - set(self.compiled_functions))
+            if not todo:
+                return done
+            for i in todo:
+                done.add(i)
+                FunctionLowering(self.infos[i], self).lower()
+
+
+def lower_region(linked, index, region, entries, name, prefix="jit", compiled_functions=()):
+    """A module holding the region of function `index` as `name` (and every function
+    it calls); returns (module, Slots, indices of the functions defined, indices
+    of the functions used from earlier modules).  Raises `Unsupported` for what
+    native code does not handle."""
+    program = RegionProgram(linked, name, prefix, compiled_functions)
+    info = program.info(index)
+    layout = RegionLowering(info, program, region, name).lower(entries)
+    defined = program.lower_called()
+    return program.module, layout, defined, program.called & set(compiled_functions)
+
+
+def lower_call(linked, index, name, prefix="jit", compiled_functions=()):
+    """A module with `int64 NAME(int64 *slots)`: calls function `index` (lowered whole
+    here unless compiled before) with its parameters read from the slots
+    (encoded as for regions: value, pointer offset; two slots each) and stores
+    its result, if any, in slots 0 and 1.  Returns (module, parameter types,
+    result type, indices of the functions defined, indices of the functions used
+    from earlier modules)."""
+    program = RegionProgram(linked, name, prefix, compiled_functions)
+    program.called.add(index)
+    info = program.info(index)
+    if info.ret_type is not None and linked.main_index() == index:
+        raise Unsupported("a typed @main")
+    fn = ir.Function(program.module, ir.FunctionType(I64, [PTR]), name)
+    bld = ir.IRBuilder(fn.append_basic_block("entry"))
+    slots = fn.args[0]
+
+    def slot(i):
+        return bld.gep(slots, [const_int(i)], source_etype=I64)
+
+    types = [info.var_types[p] for p in info.params]
+    args = []
+    for i, key in enumerate(types):
+        raw = bld.load(slot(2 * i), typ=I64)
+        args.append(_decode(bld, key, raw, lambda i=i: bld.load(slot(2 * i + 1), typ=I64)))
+    result = bld.call(info.llvm, args)
+    if info.ret_type is not None:
+        key = info.ret_type
+        if kind(key) == "ptr":
+            bld.store(bld.extract_value(result, 0), slot(0))
+            bld.store(bld.extract_value(result, 1), slot(1))
+        else:
+            bld.store(_encode(bld, key, result), slot(0))
+    bld.ret(const_int(0))
+    defined = program.lower_called()
+    return (program.module, types, info.ret_type, defined,
+            program.called & set(compiled_functions))
+
+
+def _decode(bld, key, raw, second):
+    if key == "int":
+        return raw
+    if key == "bool":
+        return bld.icmp_unsigned("!=", raw, const_int(0))
+    if key == "float":
+        return bld.bitcast(raw, F64)
+    if key == "char":
+        return bld.trunc(raw, I32)
+    p = bld.insert_value(ir.Constant(POINTER, ir.Undefined), raw, 0)
+    return bld.insert_value(p, second(), 1)
+
+
+def _encode(bld, key, v):
+    if key in ("bool", "char"):
+        return bld.zext(v, I64)
+    if key == "float":
+        return bld.bitcast(v, I64)
+    return v

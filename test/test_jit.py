@@ -1,0 +1,472 @@
+"""`brili --jit`: hot loops run as native code, with exactly the interpreter's output,
+errors and `-p` count.
+
+Every benchmark (the corpus's and ours) runs under the JIT with a threshold low
+enough that its loops are compiled early; stdout and the count must equal the
+snapshots.  Unit programs cover what the JIT must get right at its edges:
+leaving native code at a branch the loop rarely takes, loops whose direction
+changes, errors raised inside native code (after output printed by native
+code), memory shared with the interpreter, programs from `brili --trace`
+(speculation run natively), and the command line.
+"""
+
+import io
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+
+from bril import interp
+from bril.errors import BrilError
+from bril.jit import Jit
+from bril.text import parse_program
+
+from corpus import BENCHMARKS, CONFORMANCE, args_of, bril_files, case_id
+
+_ALT_RE = re.compile(r"^\s*#\s*ALT-ARGS:(.*)$", re.M)
+
+CASES = ([pytest.param(p, id=case_id(p)) for p in bril_files("benchmarks")]
+         + [pytest.param(p, id="ours/" + case_id(p, BENCHMARKS))
+            for p in bril_files(root=BENCHMARKS)])
+
+
+def run_jit(prog, args=(), hot=3, hot_calls=20, background=False):
+    """(stdout, count or None, error message or None, the Jit).  Compiling in the
+    foreground makes what runs natively deterministic (results never depend on it)."""
+    out = io.StringIO()
+    jit = Jit(hot=hot, hot_calls=hot_calls, background=background)
+    try:
+        count = interp.run(prog, list(args), out=out, jit=jit)
+    except BrilError as e:
+        return out.getvalue(), None, str(e), jit
+    return out.getvalue(), count, None, jit
+
+
+def run_plain(prog, args=()):
+    out = io.StringIO()
+    try:
+        count = interp.run(prog, list(args), out=out)
+    except BrilError as e:
+        return out.getvalue(), None, str(e)
+    return out.getvalue(), count, None
+
+
+def native_share(jit):
+    """Dynamic instructions run natively."""
+    return sum(r["native_instructions"] for r in jit.report()["regions"] if r.get("compiled"))
+
+
+@pytest.mark.parametrize("path", CASES)
+def test_benchmark_matches_snapshots(path):
+    """With background compilation (`--jit-background`): the results never depend
+    on when native code takes over."""
+    prog = parse_program(path.read_text())
+    out, count, err, _ = run_jit(prog, args_of(path), background=True)
+    assert err is None
+    assert out == path.with_suffix(".out").read_text()
+    prof = path.with_suffix(".prof").read_text()
+    assert f"total_dyn_inst: {count}" == prof.strip()
+
+
+@pytest.mark.parametrize("path", [p for p in bril_files(root=BENCHMARKS)
+                                  if _ALT_RE.search(p.read_text())],
+                         ids=lambda p: case_id(p, BENCHMARKS))
+def test_benchmark_on_its_other_input(path):
+    prog = parse_program(path.read_text())
+    alt = _ALT_RE.search(path.read_text()).group(1).split()
+    assert run_jit(prog, alt)[:3] == run_plain(prog, alt)
+
+
+def test_long_loops_really_run_natively():
+    """Not a snapshot: most of a loop program's work happens in native code."""
+    path = BENCHMARKS / "loops" / "prime-count.bril"
+    prog = parse_program(path.read_text())
+    out, count, err, jit = run_jit(prog, args_of(path), hot=50)
+    assert err is None and out == path.with_suffix(".out").read_text()
+    assert native_share(jit) > 0.9 * count
+
+
+def check(text, args=(), hot=3, native=True):
+    """The JIT run equals the plain run; returns the JIT's report."""
+    prog = parse_program(text)
+    got = run_jit(prog, args, hot)
+    assert got[:3] == run_plain(prog, args)
+    report = got[3].report()
+    if native:
+        assert native_share(got[3]) > 0, report
+    return got, report
+
+
+ALTERNATING = """
+@main(n: int, period: int) {
+  i: int = const 0;
+  s: int = const 0;
+  one: int = const 1;
+  zero: int = const 0;
+.head:
+  c: bool = lt i n;
+  br c .body .done;
+.body:
+  q: int = div i period;
+  two: int = const 2;
+  h: int = div q two;
+  h2: int = mul h two;
+  phase: bool = eq q h2;
+  br phase .up .down;
+.up:
+  s: int = add s i;
+  jmp .next;
+.down:
+  s: int = sub s one;
+  print s;
+.next:
+  i: int = add i one;
+  jmp .head;
+.done:
+  print s;
+}
+"""
+
+
+@pytest.mark.parametrize("args", [["300", "7"], ["1000", "250"], ["50", "1"], ["0", "3"]])
+def test_loops_whose_direction_changes(args):
+    check(ALTERNATING, args, native=args[0] != "0")
+
+
+RETURN_INSIDE = """
+@find(n: int, k: int): int {
+  i: int = const 0;
+  one: int = const 1;
+.loop:
+  sq: int = mul i i;
+  hit: bool = ge sq k;
+  br hit .found .next;
+.found:
+  ret i;
+.next:
+  i: int = add i one;
+  more: bool = lt i n;
+  br more .loop .none;
+.none:
+  ret n;
+}
+@main(n: int) {
+  j: int = const 0;
+  t: int = const 0;
+  one: int = const 1;
+.outer:
+  c: bool = lt j n;
+  br c .body .end;
+.body:
+  r: int = call @find n j;
+  t: int = add t r;
+  j: int = add j one;
+  jmp .outer;
+.end:
+  print t;
+}
+"""
+
+
+def test_loops_with_returns_and_calls():
+    check(RETURN_INSIDE, ["200"])
+
+
+ERRORS = {
+    "division by zero": """
+@main(n: int) {
+  i: int = const 0; one: int = const 1; s: int = const 0;
+.h:
+  d: int = sub n i;
+  q: int = div n d;
+  s: int = add s q;
+  print s;
+  i: int = add i one;
+  jmp .h;
+}""",
+    "Uninitialized heap location 0 and/or illegal offset 20": """
+@main(n: int) {
+  p: ptr<int> = alloc n;
+  i: int = const 0; one: int = const 1;
+.h:
+  q: ptr<int> = ptradd p i;
+  store q i;
+  print i;
+  i: int = add i one;
+  jmp .h;
+}""",
+    "Pointer q points to uninitialized data": """
+@main(n: int) {
+  p: ptr<int> = alloc n;
+  i: int = const 0; one: int = const 1; k: int = const 15;
+.h:
+  q: ptr<int> = ptradd p i;
+  small: bool = lt i k;
+  br small .st .ld;
+.st:
+  store q i;
+.ld:
+  v: int = load q;
+  print v;
+  i: int = add i one;
+  jmp .h;
+}""",
+    "value 1114112 cannot be converted to char": """
+@main(n: int) {
+  i: int = const 1114000; one: int = const 1;
+.h:
+  c: char = int2char i;
+  i: int = add i one;
+  jmp .h;
+}""",
+}
+
+
+@pytest.mark.parametrize("message", ERRORS)
+def test_errors_inside_native_code(message):
+    (out, count, err, jit), report = check(ERRORS[message], ["20"], native=False)
+    assert err == message
+    if message != "value 1114112 cannot be converted to char":
+        assert out                              # printed before the error, in order
+    assert [r["error"] for r in report["regions"] if r.get("compiled")] == [message], report
+
+
+SHARED_HEAP = """
+@fill(p: ptr<int>, n: int) {
+  i: int = const 0; one: int = const 1;
+.h:
+  c: bool = lt i n;
+  br c .b .d;
+.b:
+  q: ptr<int> = ptradd p i;
+  sq: int = mul i i;
+  store q sq;
+  i: int = add i one;
+  jmp .h;
+.d:
+}
+@main(n: int) {
+  p: ptr<int> = alloc n;
+  call @fill p n;
+  half: int = const 2;
+  m: int = div n half;
+  q: ptr<int> = ptradd p m;
+  v: int = load q;
+  print v;
+  fs: ptr<float> = alloc n;
+  bs: ptr<bool> = alloc n;
+  cs: ptr<char> = alloc n;
+  ps: ptr<ptr<int>> = alloc n;
+  i: int = const 0; one: int = const 1; s: float = const 0.5; t: bool = const true;
+  a: char = const 'a';
+.h:
+  c: bool = lt i n;
+  br c .b .d;
+.b:
+  f: ptr<float> = ptradd fs i;
+  store f s;
+  s: float = fadd s s;
+  b: ptr<bool> = ptradd bs i;
+  store b t;
+  t: bool = not t;
+  ch: ptr<char> = ptradd cs i;
+  store ch a;
+  pp: ptr<ptr<int>> = ptradd ps i;
+  pi: ptr<int> = ptradd p i;
+  store pp pi;
+  i: int = add i one;
+  jmp .h;
+.d:
+  last: int = sub n one;
+  f: ptr<float> = ptradd fs last;
+  x: float = load f;
+  b: ptr<bool> = ptradd bs last;
+  y: bool = load b;
+  ch: ptr<char> = ptradd cs last;
+  z: char = load ch;
+  pp: ptr<ptr<int>> = ptradd ps last;
+  pw: ptr<int> = load pp;
+  w: int = load pw;
+  print x y z w;
+  free p; free fs; free bs; free cs; free ps;
+}
+"""
+
+
+def test_native_code_and_interpreter_share_the_heap():
+    check(SHARED_HEAP, ["40"])
+
+
+def test_leaks_and_double_frees_are_reported_as_usual():
+    leak = SHARED_HEAP.replace("free p; free fs;", "free fs;")
+    (_, _, err, _), _ = check(leak, ["40"])
+    assert err == "Some memory locations have not been freed by end of execution."
+    double = SHARED_HEAP.replace("free p; free fs;", "free p; free fs; free p;")
+    (_, _, err, _), _ = check(double, ["40"])
+    assert err.startswith("Tried to free illegal memory location base: 0")
+
+
+def test_traced_programs_run_their_speculation_natively():
+    from bril.tracer import trace_program
+    path = BENCHMARKS / "spec" / "phase-branch.bril"
+    prog = parse_program(path.read_text())
+    args = args_of(path)
+    traced = trace_program(prog, args, out=io.StringIO()).program
+    (out, count, err, jit), report = check(json.dumps(traced) and _text(traced), args)
+    assert out == path.with_suffix(".out").read_text()
+    spec_blocks = [r for r in report["regions"] if r.get("compiled")
+                   and any(".trace" in b for b in r["blocks"])]
+    assert spec_blocks, report
+
+
+def _text(prog):
+    from bril.text import format_program
+    return format_program(prog)
+
+
+def test_programs_beyond_native_code_are_interpreted():
+    text = """
+@main {
+  x: any = const 1;
+  i: int = const 0; one: int = const 1; n: int = const 50;
+.h:
+  c: bool = lt i n;
+  br c .b .d;
+.b:
+  i: int = add i one;
+  jmp .h;
+.d:
+  print i;
+}"""
+    (_, _, _, jit), report = check(text, native=False)
+    assert report["refused"]
+
+
+RECURSIVE = """
+@fib(n: int): int {
+  two: int = const 2;
+  small: bool = lt n two;
+  br small .base .rec;
+.base:
+  ret n;
+.rec:
+  one: int = const 1;
+  a: int = sub n one;
+  b: int = sub n two;
+  x: int = call @fib a;
+  y: int = call @fib b;
+  s: int = add x y;
+  ret s;
+}
+@make(n: int): ptr<int> {
+  one: int = const 1;
+  m: int = add n one;
+  p: ptr<int> = alloc m;
+  i: int = const 0;
+.fill:
+  q: ptr<int> = ptradd p i;
+  store q n;
+  i: int = add i one;
+  more: bool = lt i m;
+  br more .fill .done;
+.done:
+  ret p;
+}
+@show(n: int) {
+  c: char = const 'x';
+  f: float = const 0.5;
+  t: bool = const true;
+.again:
+  print n c f t;
+  t: bool = not t;
+  br t .stop .again;
+.stop:
+}
+@main(n: int) {
+  r: int = call @fib n;
+  print r;
+  i: int = const 0; one: int = const 1; k: int = const 30;
+.h:
+  more: bool = lt i k;
+  br more .b .d;
+.b:
+  p: ptr<int> = call @make i;
+  v: int = load p;
+  free p;
+  call @show v;
+  i: int = add i one;
+  jmp .h;
+.d:
+}
+"""
+
+
+def test_hot_functions_run_natively_whole():
+    prog = parse_program(RECURSIVE)
+    # Loops stay interpreted (hot=10**6); functions called 20 times become native.
+    got = run_jit(prog, ["18"], hot=10**6)
+    assert got[:3] == run_plain(prog, ["18"])
+    functions = {f["function"]: f for f in got[3].report()["functions"]}
+    assert set(functions) == {"fib", "make", "show"}, functions
+    assert all(f["compiled"] and f["calls"] > 0 for f in functions.values())
+    assert functions["fib"]["native_instructions"] > 0.9 * got[1]
+
+
+def test_error_deep_in_a_native_function():
+    text = RECURSIVE.replace("  ret n;\n.rec:", "  z: int = const 0;\n  q: int = div n z;\n"
+                             "  ret q;\n.rec:")
+    prog = parse_program(text)
+    got = run_jit(prog, ["18"], hot=10**6)
+    assert got[2] == "division by zero"
+    assert got[:3] == run_plain(prog, ["18"])
+
+
+# --- the command line --------------------------------------------------------------------
+
+def brili(args, text):
+    prog = json.dumps(parse_program(text))
+    return subprocess.run([sys.executable, "-m", "bril.cli.brili"] + args, input=prog,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_cli_jit_profile_and_report(tmp_path):
+    report = tmp_path / "r.json"
+    done = brili(["--jit", "--hot", "5", "-p", "--jit-report",
+                  str(report), "300", "7"], ALTERNATING)
+    plain = brili(["-p", "300", "7"], ALTERNATING)
+    assert done.returncode == 0, done.stderr
+    assert (done.stdout, done.stderr) == (plain.stdout, plain.stderr)
+    rep = json.loads(report.read_text())
+    (region,) = [r for r in rep["regions"] if r["compiled"]]
+    assert region["function"] == "main" and region["header"] == ".head"
+    assert region["entries"] >= 1 and region["native_instructions"] > 0
+    assert region["compile_seconds"] > 0 and ".done" in region["exits"]
+    text = brili(["--jit", "--hot", "5", "--jit-report", "-", "300", "7"],
+                 ALTERNATING)
+    assert "@main .head:" in text.stderr and "compiled in" in text.stderr
+
+
+def test_cli_background_compilation_gives_the_same_results():
+    for args in (["300", "7"], ["20000", "3"]):
+        done = brili(["--jit-background", "--jit", "--hot", "5", "-p"] + args, ALTERNATING)
+        plain = brili(["-p"] + args, ALTERNATING)
+        assert done.returncode == 0, done.stderr
+        assert (done.stdout, done.stderr) == (plain.stdout, plain.stderr)
+
+
+def test_cli_error_in_native_code_exits_2():
+    done = brili(["--jit", "--hot", "2", "20"], ERRORS["division by zero"])
+    assert done.returncode == 2
+    assert done.stderr == "error: division by zero\n"
+    plain = brili(["20"], ERRORS["division by zero"])
+    assert done.stdout == plain.stdout
+
+
+def test_cli_refuses_jit_with_trace(tmp_path):
+    done = brili(["--jit", "--trace", str(tmp_path / "t.json")], ALTERNATING)
+    assert done.returncode == 2
+    assert done.stderr == "error: --jit and --trace cannot be used together\n"
+    done = brili(["--jit-report", "-"], ALTERNATING)
+    assert done.returncode == 2 and "need --jit" in done.stderr
