@@ -102,18 +102,8 @@ class RegionLowering(FunctionLowering):
         self.b.store(value, self.slot_ptr(i))
 
     def from_slots(self, name):
-        bld, key, i = self.b, self.layout.types[name], self.layout.index(name)
-        raw = self.load_slot(i + 1)
-        if key == "int":
-            return raw
-        if key == "bool":
-            return bld.icmp_unsigned("!=", raw, const_int(0))
-        if key == "float":
-            return bld.bitcast(raw, F64)
-        if key == "char":
-            return bld.trunc(raw, I32)
-        p = bld.insert_value(ir.Constant(POINTER, ir.Undefined), raw, 0)
-        return bld.insert_value(p, self.load_slot(i + 2), 1)
+        key, i = self.layout.types[name], self.layout.index(name)
+        return _decode(self.b, key, self.load_slot(i + 1), lambda: self.load_slot(i + 2))
 
     def to_slots(self, name):
         bld, key, i = self.b, self.layout.types[name], self.layout.index(name)
@@ -123,14 +113,8 @@ class RegionLowering(FunctionLowering):
         if kind(key) == "ptr":
             self.store_slot(i + 1, bld.extract_value(v, 0))
             self.store_slot(i + 2, bld.extract_value(v, 1))
-            return
-        if key == "bool":
-            v = bld.zext(v, I64)
-        elif key == "float":
-            v = bld.bitcast(v, I64)
-        elif key == "char":
-            v = bld.zext(v, I64)
-        self.store_slot(i + 1, v)
+        else:
+            self.store_slot(i + 1, _encode(bld, key, v))
 
     # --- the body ------------------------------------------------------------------------
 
