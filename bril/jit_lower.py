@@ -28,7 +28,7 @@ the interpreter's count after each native call.
 from llvmlite import ir
 
 from .llvm_lower import (FunctionInfo, FunctionLowering, ProgramLowering, Unsupported, I1,
-                         I32, I64, F64, PTR, POINTER, const_int, kind, llvm_type)
+                         I32, I64, F64, PTR, POINTER, const_int, kind)
 
 
 class Slots:
@@ -73,21 +73,8 @@ class RegionLowering(FunctionLowering):
         names, written = _region_variables(info, region)
         self.layout = Slots(names, {n: info.var_types[n] for n in names}, written, info.name)
         self.fn = ir.Function(program.module, ir.FunctionType(I64, [PTR]), name)
-        entry = self.fn.append_basic_block("entry")
-        self.b = ir.IRBuilder(entry)
-        self.slots = {}
-        self.flags = {}
-        for n in names:
-            self.slots[n] = self.b.alloca(llvm_type(info.var_types[n]), name=n)
-            self.flags[n] = self.b.alloca(I1, name=n + ".defined")
-        self.counter = self.b.alloca(I64, name=".count")
-        self.spec_top = self.b.alloca(PTR, name=".spec") if info.has_spec else None
-        self.snapshot_type = None
-        if info.has_spec:
-            fields = [PTR, PTR] + [s.allocated_type for s in self.slots.values()] \
-                + [I1] * len(self.flags)
-            self.snapshot_type = ir.LiteralStructType(fields)
-        self.block = None
+        # Every variable gets a flag: a region can be entered before some are set.
+        self.frame(self.fn, names, set(names), True)
         self.exits = {}
 
     # --- slots ---------------------------------------------------------------------------

@@ -737,15 +737,20 @@ class FunctionLowering(Lowering):
         self.rt = program.rt
         self.func_name = info.name
         fn = info.llvm
-        entry = fn.append_basic_block("entry")
-        self.b = ir.IRBuilder(entry)
+        self.frame(fn, sorted(info.var_types), info.maybe_unbound, info.count)
+
+    def frame(self, fn, names, flagged, count):
+        """The entry block of fn and the allocas: a slot per variable in `names`, a
+        definedness flag for those in `flagged`, the count, the speculation stack."""
+        info = self.info
+        self.b = ir.IRBuilder(fn.append_basic_block("entry"))
         self.slots = {}
         self.flags = {}
-        for name, key in sorted(info.var_types.items()):
-            self.slots[name] = self.b.alloca(llvm_type(key), name=name)
-            if name in info.maybe_unbound:
+        for name in names:
+            self.slots[name] = self.b.alloca(llvm_type(info.var_types[name]), name=name)
+            if name in flagged:
                 self.flags[name] = self.b.alloca(I1, name=name + ".defined")
-        self.counter = self.b.alloca(I64, name=".count") if info.count else None
+        self.counter = self.b.alloca(I64, name=".count") if count else None
         self.spec_top = self.b.alloca(PTR, name=".spec") if info.has_spec else None
         self.snapshot_type = None
         if info.has_spec:
