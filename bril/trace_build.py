@@ -36,6 +36,8 @@ class Item:
     site: int            # index in the traced function's instrs of the frame-0 instruction
     frame: int           # 0: the traced function; >0: an inlined callee (nesting depth)
     barrier: bool = False   # a call left as a call: separates speculative regions
+    origin: int = -1     # a guard: its index in the replayed line (side exits look it up)
+    covers: tuple = ()   # a guard: origins of the original guards it implies
 
 
 @dataclass
@@ -150,7 +152,7 @@ class Replayer:
                     labels = ins["labels"]
                     if emit and op == "br" and labels[0] != labels[1]:
                         g = {"op": "guard", "args": [rn(ins["args"][0])]}
-                        self.out.append(Item(g, s, depth))
+                        self.out.append(Item(g, s, depth, origin=len(self.out)))
                         if nxt == labels[1]:
                             g["negate"] = True          # resolved by the optimizer
                     break

@@ -4,7 +4,8 @@ Works on the `Item` list from `trace_build`:
 
 1. `number_values`: value numbering over the whole line (copy propagation,
    constant folding through `bril.ops.evaluate`, common subexpressions), using
-   what guards make known (after `guard c`, c is true).  A guard on the
+   what guards make known (after `guard c`, c is true); a variable the line
+   sets to several constants reads them from one variable per constant.  A guard on the
    branch's false direction becomes a guard on the inverse comparison (or on
    the operand of a `not`) instead of adding a `not`.
 2. `hoist_guards`: each guard moves up to just after the definition of its
@@ -82,6 +83,11 @@ def number_values(items, fresh_name, known=None):
     """Value numbering over the line; returns a new item list.  `known` maps
     variables defined before the trace to constants they surely hold."""
     n = _Numbering()
+    writes = {}
+    for it in items:
+        d = it.instr.get("dest")
+        if d is not None:
+            writes[d] = writes.get(d, 0) + 1
     for var, value in (known or {}).items():
         # Share the value number of a `const` of the same value, so that
         # `div a two` and `div a two_again` are the same expression.
@@ -137,7 +143,7 @@ def number_values(items, fresh_name, known=None):
                     raise NotTraceable("a guard that always fails")
                 continue                    # known true: the guard is redundant
             n.const[gv] = True
-            out.append(Item(ins, it.site, it.frame))
+            out.append(Item(ins, it.site, it.frame, origin=it.origin))
             continue
         if "args" in ins:
             ins["args"] = [n.canon(a) for a in ins["args"]]
@@ -185,6 +191,17 @@ def number_values(items, fresh_name, known=None):
             v = n.fresh()           # loads, allocs, calls: a new value each time
         if n.vn_of.get(dest) == v and dest in n.holders.get(v, ()):
             continue            # the variable already holds this value (it ran before)
+        if ins["op"] == "const" and writes.get(dest, 0) > 1 and isinstance(ins.get("type"), str):
+            # A variable the line sets to several values: keep each constant in
+            # a variable of its own (a loop invariant, computed once) and make
+            # this a copy, which dies if nothing reads it.
+            hs = n.holders.get(v)
+            if not hs:
+                g = fresh_name()
+                out.append(Item(dict(ins, dest=g), it.site, it.frame))
+                n.assign(g, v)
+                hs = n.holders[v]
+            ins = {"op": "id", "dest": dest, "type": ins["type"], "args": [hs[0]]}
         n.assign(dest, v)
         out.append(Item(ins, it.site, it.frame))
     return out
@@ -307,11 +324,16 @@ def strengthen_guards(items, fresh_name, known=None, int_min=-(1 << 63), int_max
     from the last; `i >= s`, `i+1 >= s`, ... from the first.  Values are
     tracked as (base, offset): a variable's value at trace entry plus a
     constant.  Each group of guards comparing one base against one unchanged
-    bound keeps only its strongest member, computed (if it comes later) at the
-    place of the group's first guard, so aborts happen no later than before and
-    no trapping instruction runs where the original would have left the loop.
-    The implication needs exact arithmetic, so the trace first checks, once,
-    that no offset of the base can wrap around 64 bits.
+    bound keeps only its strongest member.  When the group's offsets lie
+    between 0 and the strongest one's, D, it becomes `base REL bound - D` at
+    the start of the trace (aborting earlier is always sound; done for lone
+    guards too, e.g. the test at the bottom of a rotated loop), with one check
+    that `bound - D` does not wrap (an invariant: loop passes skip it);
+    that bounds every offset away from the 64-bit limits.  Otherwise it is
+    computed at the place of the group's first guard, so aborts happen no
+    later than before and no trapping instruction runs where the original
+    would have left the loop; the implication needs exact arithmetic, so the
+    trace first checks, once, that no offset of the base can wrap around.
     """
     assigned = {it.instr.get("dest") for it in items}
     form = {}                   # var -> (base var or None, offset)
@@ -376,23 +398,68 @@ def strengthen_guards(items, fresh_name, known=None, int_min=-(1 << 63), int_max
     drop = set()
     insert = {}                 # index -> items to insert before it
     checked = set()
+    top = []                    # items for the start of the trace
+    shifted = {}                # base -> all its groups were shifted to the bound
     for (base, bound, kind), gs in groups.items():
-        if len(gs) < 2:
-            continue
         pick = max if kind == "upper" else min
         strongest = pick(gs, key=lambda g: g[1])
         first = gs[0]
+        cond = items[strongest[0]].instr["args"][0]
+        cmp = dict(defn_of(items, strongest[0], cond))
+        # The strongest guard, at the start of the trace, on the base's entry
+        # value: `base + D REL bound` as `base REL bound - D`.  With no
+        # wrap-around in `bound - D` (checked once: an invariant) this is
+        # exact, and it bounds base + d for every offset d between 0 and D
+        # away from the 64-bit limits, so the group's other guards (offsets
+        # in that range) follow from it.
+        big = strongest[3]
+        offs = [g[3] for g in gs]
+        ok = (min(offs) >= 0 if kind == "upper" else max(offs) <= 0) and (
+            max(offs) <= big if kind == "upper" else min(offs) >= big)
+        x_is_left = cmp["args"][0] == strongest[2]
+        site, frame = items[0].site, 0
+        if len(gs) < 2 and not (ok and (bound[0] == "var" or int_min <= bound[1] - big <= int_max)):
+            continue        # a lone guard that cannot move to the start: leave it
         for g in gs:
             drop.add(g[0])
-        site, frame = items[first[0]].site, items[first[0]].frame
         new = []
+        if ok and bound[0] == "const":
+            bm = bound[1] - big
+            if int_min <= bm <= int_max:
+                bv = fresh_name()
+                new.append(Item({"op": "const", "dest": bv, "type": "int", "value": bm},
+                                site, frame))
+            else:
+                ok = False
+        elif ok and big == 0:
+            bv = bound[1]
+        elif ok:
+            dv, bv, cv = fresh_name(), fresh_name(), fresh_name()
+            # bound - D did not wrap iff it is below bound (D > 0), above it (D < 0)
+            new.append(Item({"op": "const", "dest": dv, "type": "int", "value": big}, site, 0))
+            new.append(Item({"op": "sub", "dest": bv, "type": "int", "args": [bound[1], dv]},
+                            site, 0))
+            new.append(Item({"op": "lt" if big > 0 else "gt", "dest": cv, "type": "bool",
+                             "args": [bv, bound[1]]}, site, 0))
+            new.append(Item({"op": "guard", "args": [cv]}, site, 0))
+        covers = tuple(items[g[0]].origin for g in gs)
+        if ok:
+            gv = fresh_name()
+            args = [base, bv] if x_is_left else [bv, base]
+            new.append(Item({"op": cmp["op"], "dest": gv, "type": "bool", "args": args},
+                            site, frame))
+            new.append(Item({"op": "guard", "args": [gv]}, site, frame, covers=covers))
+            top.extend(new)
+            shifted.setdefault(base, True)
+            continue
+        shifted[base] = False
+        site, frame = items[first[0]].site, items[first[0]].frame
         if strongest is first:
-            new.append(items[first[0]])
+            it = items[first[0]]
+            new.append(Item(it.instr, it.site, it.frame, it.barrier, it.origin, covers))
         else:
             # At the first guard, `first[2]` holds base + first[3]: step it to
             # the strongest guard's value and test that instead.
-            cond = items[strongest[0]].instr["args"][0]
-            cmp = dict(defn_of(items, strongest[0], cond))
             delta = strongest[3] - first[3]
             dv, tv, gv = fresh_name(), fresh_name(), fresh_name()
             new.append(Item({"op": "const", "dest": dv, "type": "int", "value": delta}, site, frame))
@@ -406,20 +473,24 @@ def strengthen_guards(items, fresh_name, known=None, int_min=-(1 << 63), int_max
                 args = [a if a == tv else bv for a in args]
             new.append(Item({"op": cmp["op"], "dest": gv, "type": "bool", "args": args},
                             site, frame))
-            new.append(Item({"op": "guard", "args": [gv]}, site, frame))
+            new.append(Item({"op": "guard", "args": [gv]}, site, frame, covers=covers))
         insert.setdefault(first[0], []).extend(new)
-        if base not in checked:
-            checked.add(base)
-            lo, hi = offsets.get(base, (0, 0))
-            pre = insert.setdefault(0, [])
-            for limit, op, needed in ((int_max - hi, "le", hi > 0), (int_min - lo, "ge", lo < 0)):
-                if needed:
-                    lv, cv = fresh_name(), fresh_name()
-                    pre.insert(0, Item({"op": "guard", "args": [cv]}, items[0].site, 0))
-                    pre.insert(0, Item({"op": op, "dest": cv, "type": "bool",
-                                        "args": [base, lv]}, items[0].site, 0))
-                    pre.insert(0, Item({"op": "const", "dest": lv, "type": "int",
-                                        "value": limit}, items[0].site, 0))
+    for base, all_shifted in shifted.items():
+        if all_shifted or base in checked:
+            continue
+        checked.add(base)
+        lo, hi = offsets.get(base, (0, 0))
+        pre = insert.setdefault(0, [])
+        for limit, op, needed in ((int_max - hi, "le", hi > 0), (int_min - lo, "ge", lo < 0)):
+            if needed:
+                lv, cv = fresh_name(), fresh_name()
+                pre.insert(0, Item({"op": "guard", "args": [cv]}, items[0].site, 0))
+                pre.insert(0, Item({"op": op, "dest": cv, "type": "bool",
+                                    "args": [base, lv]}, items[0].site, 0))
+                pre.insert(0, Item({"op": "const", "dest": lv, "type": "int",
+                                    "value": limit}, items[0].site, 0))
+    if top:
+        insert[0] = top + insert.get(0, [])
     if not drop:
         return items
     out = []

@@ -30,12 +30,19 @@ class LoopStats:
         self.path_list = []         # path id -> tuple of events
         self.counts = []            # path id -> iterations that took it
         self.seq = []               # [[outcome, run length], ...]
+        self.full = False           # the sequence reached its cap
 
     def outcome(self, o, cap):
+        # Past the cap the sequence stops (a prefix of the iterations): growing
+        # its last run would show the selection a run that never happened.
+        if self.full:
+            return
         if self.seq and self.seq[-1][0] == o:
             self.seq[-1][1] += 1
         elif len(self.seq) < cap:
             self.seq.append([o, 1])
+        else:
+            self.full = True
 
     def path_id(self, events):
         pid = self.paths.get(events)

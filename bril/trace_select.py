@@ -10,6 +10,11 @@ from the same header state, and so on, and the last one falls back to the
 original header code.  That is what keeps loops whose branch direction
 changes over time fast in every phase.
 
+Regions that can never need a rollback are emitted without
+`speculate`/`commit`, their guards as plain branches (`trace_emit`); a guard
+whose state is proven to be the original's leaves through a side exit
+(`trace_exit`) and does not count as one that needs a rollback.
+
 `simulate` replays the recorded iteration sequence against a chain, counting
 successful passes, aborted ones and the instructions won or wasted.
 """
@@ -19,12 +24,19 @@ from dataclasses import dataclass, field
 from .dataflow import liveness, live_after_each
 from .ops import FOLDABLE
 from .trace_build import NotTraceable, Replayer
-from .trace_opt import (eliminate_dead, find_cut, hoist_guards, number_values,
-                        place_regions, single_constants, strengthen_guards)
+from .trace_emit import MARK, Emitter, count_ops
+from .trace_exit import Exits, variable_types
+from .trace_opt import (eliminate_dead, find_cut, hoist_guards, number_values, place_regions,
+                        single_constants, strengthen_guards)
 
-UNROLLS = (1, 2, 4, 8)
-MARK = "trace"
+UNROLLS = (1, 2, 4, 8, 16, 32)
 MAX_CHAIN = 3
+EXIT_COST = 3               # estimated instructions a side exit costs (copies, a jump)
+# An iteration path that enters some block more often than this has gone round
+# an inner loop (or recursion) that many times: its trip count is usually data
+# (a matrix dimension, a string length), and a trace with it unrolled fails on
+# every other input.  The inner loop gets its own trace instead.
+MAX_REPEAT = 4
 
 
 @dataclass
@@ -42,6 +54,17 @@ class Candidate:
     inlined: int
     cut: bool
     path: list = field(default_factory=list)    # the (function, block) events it follows
+    exits: int = 0              # guards that leave through a side exit
+    exit_misses: int = 0        # guards from original branches that have none
+    body_x: list = field(default_factory=list)  # `body` with side exits in the first pass too
+    cost_pre_x: int = 0
+    first_exits: bool = False   # every branch of body_x's first pass has a side exit
+
+    @property
+    def exits_everywhere(self):
+        """Does every branch of the path leave through a side exit?  Then a
+        deviation from the pattern wastes (almost) nothing."""
+        return self.exits > 0 and self.exit_misses == 0
 
     @property
     def unroll(self):
@@ -53,6 +76,7 @@ class Chain:
     func: str
     header: str
     traces: list                # Candidates, tried in order
+    first_exits: bool = True    # the last trace's first pass exits (its `body_x`)
     gain: float = 0.0           # estimated instructions saved on the training run
     entries: list = field(default_factory=list)
     aborts: list = field(default_factory=list)
@@ -106,6 +130,7 @@ def build_candidate(funcs, infos, stats, pattern, livecache, tag):
     line = rep.replay(fname, path)
     counter = [0]
     used = rep.used
+    temps = set()
 
     def fresh():
         while True:
@@ -115,10 +140,13 @@ def build_candidate(funcs, infos, stats, pattern, livecache, tag):
             name = f"_g{counter[0]}.{header}.{tag}"
             if name not in used:
                 used.add(name)
+                temps.add(name)
                 return name
 
     known = single_constants(func)
     items = number_values(line.items, fresh, known)
+    implied = {it.origin for it in line.items if it.instr["op"] == "guard"} - {
+        it.origin for it in items if it.instr["op"] == "guard"}
     items = strengthen_guards(items, fresh, known)
     items = hoist_guards(items)
     cut_site = line.cut_site
@@ -139,53 +167,72 @@ def build_candidate(funcs, infos, stats, pattern, livecache, tag):
     seq = eliminate_dead(seq, live.before, end_live)
 
     labels = {}
-    pre, guards = _emit(seq, header, FAIL_LABEL, labels)
+    inv, inv_vars = invariant_items(seq)
+    exits = Exits(line.items, func, live.live_in, known, variable_types(func), implied)
+    em = Emitter(header, tag, labels, live, temps, seq, inv, fresh, exits)
+    # The first pass keeps its resumes (a failure there tries the next trace
+    # of the chain); the loop part, which fails to the original code, exits.
+    pre, guards = em.emit(seq, FAIL_LABEL, exits=False)
+    # The last trace of a chain has no next trace to try: its first pass exits
+    # too (`body_x`).
+    em.nexits = em.misses = 0
+    pre_x, _ = em.emit(seq, FAIL_LABEL)
+    first_exits = em.nexits > 0 and em.misses == 0
+    em.nexits = em.misses = 0
     if cut_site is not None:
-        body = pre + [{"op": "jmp", "labels": [
+        end = [{"op": "jmp", "labels": [
             labels.setdefault(cut_site, f"{header}.{MARK}.r{cut_site}")]}]
-        cost_pre = cost_loop = len(body)
+        body, body_x = pre + end, pre_x + end
+        cost_pre = cost_loop = count_ops(body)
+        cost_pre_x = count_ops(body_x)
         replaced = line.orig_before.get(cut_site, line.orig_instrs)
     else:
         replaced = line.orig_instrs
         # The first pass falls into the loop part, which repeats while the
-        # path holds; the loop part skips what the first pass made invariant.
-        inv = invariant_items(seq)
+        # path holds; the loop part skips what the first pass made invariant
+        # (and the guards on such values: they passed in the first pass).
         loop_label = f"{header}.{MARK}.loop{tag}"
-        loop, _ = _emit([e for e in seq if id(e) not in inv], header, ORIG_LABEL, labels)
-        body = pre + [{"label": loop_label}] + loop + [{"op": "jmp", "labels": [loop_label]}]
-        cost_pre, cost_loop = len(pre), len(loop) + 1
+        checked = _checked_invariants(seq, inv_vars)
+        loop, _ = em.emit([e for e in seq if id(e) not in inv
+                           and id(e) not in checked], ORIG_LABEL,
+                          seed=[e for e in seq if id(e) in inv or id(e) in checked])
+        rotated = em.rotate(loop, loop_label)
+        body, body_x = pre + rotated, pre_x + rotated
+        cost_pre = count_ops(pre)
+        cost_pre_x = count_ops(pre_x)
+        # Rotated, a pass is the loop part without its `jmp`: the copy of
+        # its head at the end starts the next pass (and runs once on entry).
+        cost_loop = count_ops(loop) + (rotated[-1].get("op") == "jmp")
+    body = body + em.stub_code(body)
+    body_x = body_x + em.stub_code(body_x)
     return Candidate(fname, header, tuple(pattern), body, labels, cost_pre=cost_pre,
                      cost_loop=cost_loop, replaced=replaced, guards=guards,
                      blocks=line.blocks, inlined=line.inlined, cut=cut_site is not None,
-                     path=[list(e) for e in path])
+                     path=[list(e) for e in path], exits=em.nexits,
+                     exit_misses=em.misses, body_x=body_x, cost_pre_x=cost_pre_x,
+                     first_exits=first_exits)
 
 
-def _emit(seq, header, first_fail, labels):
-    """Bril instructions for a region sequence; guards leave to the resume label
-    of their region.  Returns (instructions, number of guards)."""
-    body = []
-    resume = first_fail
-    guards = 0
-    for entry in seq:
-        if isinstance(entry, tuple):
-            kind, site = entry
-            if kind == "spec":
-                if site is not None:
-                    resume = labels.setdefault(site, f"{header}.{MARK}.r{site}")
-                body.append({"op": "speculate", MARK: header})
-            else:
-                body.append({"op": "commit"})
+def _checked_invariants(seq, inv_vars):
+    """ids of the guards on an invariant value that the first pass computed
+    before checking it: they hold in every later pass."""
+    done = set()
+    out = set()
+    for e in seq:
+        if isinstance(e, tuple):
             continue
-        ins = dict(entry.instr)
-        if ins["op"] == "guard":
-            ins["labels"] = [resume]
-            guards += 1
-        body.append(ins)
-    return body, guards
+        ins = e.instr
+        if ins["op"] == "guard" and ins["args"][0] in done:
+            out.add(id(e))
+        d = ins.get("dest")
+        if d in inv_vars:
+            done.add(d)
+    return out
 
 
 def invariant_items(seq):
-    """ids of the items a loop trace need not recompute after its first pass:
+    """ids of the items a loop trace need not recompute after its first pass
+    (and the variables they define):
     pure (or safely re-run trapping) computations over variables the trace
     never assigns, whose destination only they assign."""
     items = [e for e in seq if not isinstance(e, tuple)]
@@ -215,7 +262,7 @@ def invariant_items(seq):
                     inv.add(id(w))
                 inv_vars.add(d)
                 changed = True
-    return inv
+    return inv, inv_vars
 
 
 def _key(ins):
@@ -238,8 +285,18 @@ def simulate(chain, stats):
     gain = 0.0
     pats = [t.pattern for t in traces]
     ks = [len(p) for p in pats]
-    per_iter = [t.cost_pre / k for t, k in zip(traces, ks)]
-    cost_pre = [t.cost_pre for t in traces]
+    # The last trace may run its side-exiting variant.
+    last = traces[-1]
+    cost_pre = [t.cost_pre for t in traces[:-1]] + [
+        last.cost_pre_x if chain.first_exits else last.cost_pre]
+    per_iter = [c / k for c, k in zip(cost_pre, ks)]
+    # With side exits, an iteration that leaves the pattern exits where it
+    # leaves: the iterations before it keep their gain and the exit costs a
+    # few copies.  Without, the pass is wasted and rolled back.
+    exiting = [t.exits_everywhere for t in traces]
+    saved_loop = [(t.replaced - t.cost_loop) / k for t, k in zip(traces, ks)]
+    last_exits = chain.first_exits and last.first_exits
+    saved_last = (traces[-1].replaced - cost_pre[-1]) / ks[-1]
     uniform = [p[0] if len(set(p)) == 1 else None for p in pats]
     known = {p for pat in pats for p in pat}
     first_waste = sum(min(c, w) for c, w in zip(cost_pre, per_iter))
@@ -284,6 +341,12 @@ def simulate(chain, stats):
                 gain += t.replaced - t.cost_loop
                 advance(k)
                 continue
+            if exiting[state] and o >= 0:
+                gain += m * saved_loop[state] - EXIT_COST
+                aborts[state] += 1
+                state = None
+                advance(m + 1)
+                continue
             gain -= min(cost_pre[state], per_iter[state] * (m + 1))
             aborts[state] += 1
             state = None
@@ -304,6 +367,11 @@ def simulate(chain, stats):
                 gain += traces[j].replaced - cost_pre[j]
                 advance(m)
                 state = None if traces[j].cut else j
+                break
+            if j == nt - 1 and last_exits and o >= 0:
+                gain += m * saved_last - EXIT_COST
+                aborts[j] += 1
+                advance(m + 1)
                 break
             gain -= min(cost_pre[j], per_iter[j] * (m + 1))
             aborts[j] += 1
@@ -334,7 +402,16 @@ def frequent_patterns(stats, k, most=2, cap=100_000):
     return sorted(counts, key=lambda w: -counts[w])[:most]
 
 
-def choose_chain(funcs, infos, stats, livecache, min_share=0.05, min_count=8):
+def _repeats(events):
+    """How often the most entered block of an iteration path is entered."""
+    seen = {}
+    for e in events[:-1]:
+        seen[e] = seen.get(e, 0) + 1
+    return max(seen.values(), default=0)
+
+
+def choose_chain(funcs, infos, stats, livecache, min_share=0.05, min_count=8,
+                 first_exits=True):
     """The chain with the best estimated gain for one header, or None."""
     total = sum(stats.counts)
     if total < min_count:
@@ -343,6 +420,8 @@ def choose_chain(funcs, infos, stats, livecache, min_share=0.05, min_count=8):
     for k in UNROLLS:
         for pattern in frequent_patterns(stats, k):
             if sum(stats.counts[p] for p in set(pattern)) < max(min_count, min_share * total):
+                continue
+            if any(_repeats(stats.path_list[p]) > MAX_REPEAT for p in set(pattern)):
                 continue
             try:
                 c = build_candidate(funcs, infos, stats, pattern, livecache, len(cands))
@@ -358,7 +437,7 @@ def choose_chain(funcs, infos, stats, livecache, min_share=0.05, min_count=8):
         for c in cands:
             if any(c is b for b in base):
                 continue
-            ch = Chain(stats.func, stats.header, base + [c])
+            ch = Chain(stats.func, stats.header, base + [c], first_exits)
             ch.gain, ch.entries, ch.aborts = simulate(ch, stats)
             if step is None or ch.gain > step.gain:
                 step = ch
@@ -383,7 +462,8 @@ def chain_instrs(chain):
                 ORIG_LABEL: orig}
         if starts[j] is not None:
             out.append({"label": starts[j]})
-        for ins in t.body:
+        last = j == len(chain.traces) - 1
+        for ins in (t.body_x if last and chain.first_exits else t.body):
             if any(l in fill for l in ins.get("labels", ())):
                 ins = dict(ins, labels=[fill.get(l, l) for l in ins["labels"]])
             out.append(ins)

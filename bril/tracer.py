@@ -2,22 +2,29 @@
 
 The pipeline, like a tracing JIT's but ahead of the next run:
 
-1. run the program once in recording mode (`trace_record`): loop headers
-   count their visits; once hot, every iteration's block path is recorded;
-2. per hot header, choose a chain of traces for its most frequent paths with
+0. run the original once in recording mode (`trace_record`), for the output
+   and count the caller sees: loop headers count their visits; once hot,
+   every iteration's block path is recorded; the same for the program
+   optimized with the `-O` pipeline (unless asked not to);
+1. per hot header, choose a chain of traces for its most frequent paths with
    the unrolling that pays best (`trace_select`, which builds candidates with
-   `trace_build` and `trace_opt` and simulates them over the recording);
-3. splice the chains into a copy of the program (`splice`);
-4. verify on the training input: the traced program must print the same and
-   execute no more instructions than the original; chains are dropped, the
-   weakest first, until it does.
+   `trace_build` and `trace_opt`, gives guards side exits where `trace_exit`
+   proves them, and simulates the candidates over the recording);
+2. splice the chains into a copy of the program (`splice`);
+3. verify on the training input: the traced program must print the same as
+   the original and execute no more instructions than the program the traces
+   were spliced into; chains are dropped, the weakest first, until it does;
+4. keep whichever verified program (original or `-O`, with or without traces,
+   for both ways of selecting) executes the fewest instructions.
 
 Spliced regions can be found again by every tool: the header keeps its label
-and its code starts with a `speculate` carrying a `"trace"` field naming the
-header (Bril tools ignore fields they do not know); the original header code
+and its code starts with an instruction carrying a `"trace"` field naming the
+header (Bril tools ignore fields they do not know): a `speculate`, or the first
+instruction of a region that needs no rollback; the original header code
 moves to the label `H.trace.orig`; a trace's repeating part is at
 `H.trace.loopJ`, the J-th trace of a chain starts at `H.trace.cJ`, and resume
-points in the original code are labels `H.trace.rN`.
+points in the original code are labels `H.trace.rN`, side-exit stubs
+`H.trace.xJ.N`.
 """
 
 import copy
@@ -30,13 +37,13 @@ from .trace_record import Recorder
 from .trace_select import MARK, chain_instrs, choose_chain
 
 
-def select(funcs, infos, recorder):
+def select(funcs, infos, recorder, first_exits=True):
     """The chains worth splicing, best estimated gain first."""
     livecache = {}
     chains = []
     for (fname, _), st in recorder.loops.items():
         if st.counts and is_plain(funcs[fname]):
-            ch = choose_chain(funcs, infos, st, livecache)
+            ch = choose_chain(funcs, infos, st, livecache, first_exits=first_exits)
             if ch is not None:
                 chains.append(ch)
     chains.sort(key=lambda c: -c.gain)
@@ -82,11 +89,30 @@ class TraceResult:
     traced_output: str              # what the traced program printed on the training input
     dropped: list = field(default_factory=list)
     max_header_visits: int = 0      # the busiest loop header's visits in the training run
+    optimized: bool = False         # traces were spliced into the `-O` program
+    base_count: int = 0             # the program traces were spliced into, on the training input
 
 
-def trace_program(prog, argv, *, hot=56, out=None, run=None, record=None):
+def _optimized(prog):
+    from .passes.registry import optimize
+    try:
+        return optimize(prog)
+    except (BrilError, RecursionError):
+        return None
+
+
+def trace_program(prog, argv, *, hot=56, out=None, run=None, record=None, optimize=True):
     """Run `prog` on `argv` (printing to `out` if given) and return a
     TraceResult whose program has the paying traces spliced in.
+
+    With `optimize` (the default) the program is also optimized with the
+    `-O` pipeline and traces are recorded on, and spliced into, the optimized
+    program too; the result is whichever of the traced original, the
+    optimized program alone and the traced optimized program executes the
+    fewest instructions on the training input (so never more than `-O`
+    alone).  The output and count of the run (`out`, `original_count`) are
+    the original program's.  The optimized program is a candidate only if it
+    prints the same on the training input and executes no more instructions.
 
     `record(prog, argv, out, recorder) -> count` runs a program in recording
     mode, `run(prog, argv) -> (stdout, count)` runs one silently (defaults:
@@ -94,10 +120,8 @@ def trace_program(prog, argv, *, hot=56, out=None, run=None, record=None):
     from . import interp
     record = record or interp.run_recording
     run = run or interp.run_capture
-    funcs = {f["name"]: f for f in prog["functions"]}
-    infos = {}
-    rec = Recorder(funcs, infos, hot=hot)
     buf = io.StringIO()
+    rec = _recorder(prog, hot)
     try:
         count = record(prog, argv, buf, rec)
     finally:
@@ -105,19 +129,53 @@ def trace_program(prog, argv, *, hot=56, out=None, run=None, record=None):
             out.write(buf.getvalue())
             out.flush()
     original_out = buf.getvalue()
-    chains = select(funcs, infos, rec)
+    visits = max((st.visits for st in rec.loops.values()), default=0)
+    # Candidates: traces in the original, and (with `optimize`) traces in the
+    # `-O` program, or the `-O` program alone; the estimates are only
+    # estimates, so each is checked on the training input and the one that
+    # executes the fewest instructions wins (the `-O` one on a tie).
+    bases = [(False, prog, rec, count)]
+    base = _optimized(prog) if optimize else None
+    if base is not None:
+        orec = _recorder(base, hot)
+        obuf = io.StringIO()
+        try:
+            ocount = record(base, argv, obuf, orec)
+        except BrilError:
+            ocount = None
+        if ocount is not None and obuf.getvalue() == original_out and ocount <= count:
+            bases.insert(0, (True, base, orec, ocount))
+    best = None
+    for optimized, base, brec, base_count in bases:
+        for first_exits in (True, False):
+            chains = select(brec.funcs, brec.infos, brec, first_exits)
+            differs = any(t.first_exits for ch in chains for t in ch.traces)
+            found = _paying(base, chains, argv, run, original_out, base_count)
+            # Ties go to the `-O` program (tried first).
+            if best is None or found[3] < best[0][3]:
+                best = (found, optimized, base_count)
+            if not differs:
+                break           # the second selection would be the same
+    (traced, chains, t_out, t_count, dropped), optimized, base_count = best
+    return TraceResult(traced, chains, count, t_count, original_out, t_out, dropped, visits,
+                       optimized, base_count)
+
+
+def _paying(base, chains, argv, run, original_out, base_count):
+    """Splice `chains` into `base`, dropping the weakest until the result prints
+    what the original printed and executes no more than `base` on the training
+    input: (program, chains kept, output, count, chains dropped)."""
     dropped = []
     while True:
         if not chains:
-            traced, t_out, t_count = prog, original_out, count
-            break
-        traced = splice(prog, chains)
+            return base, chains, original_out, base_count, dropped
+        traced = splice(base, chains)
         try:
             t_out, t_count = run(traced, argv)
         except BrilError:
             t_out, t_count = None, None
-        if t_out == original_out and t_count <= count:
-            break
+        if t_out == original_out and t_count <= base_count:
+            return traced, chains, t_out, t_count, dropped
         weakest = chains[-1]
         if len(weakest.traces) > 1:
             # First try it with its main trace only (each extra trace in a
@@ -126,8 +184,11 @@ def trace_program(prog, argv, *, hot=56, out=None, run=None, record=None):
             weakest.entries, weakest.aborts = weakest.entries[:1], weakest.aborts[:1]
         else:
             dropped.append(chains.pop())
-    visits = max((st.visits for st in rec.loops.values()), default=0)
-    return TraceResult(traced, chains, count, t_count, original_out, t_out, dropped, visits)
+
+
+def _recorder(prog, hot):
+    funcs = {f["name"]: f for f in prog["functions"]}
+    return Recorder(funcs, {}, hot=hot)
 
 
 def report(result):
@@ -141,6 +202,8 @@ def report(result):
 
     return {
         "original_count": result.original_count,
+        "optimized": result.optimized,
+        "base_count": result.base_count,
         "traced_count": result.traced_count,
         "traces": [dict(trace(ch, j, t), saved_estimate=int(ch.gain) if j == 0 else None)
                    for ch in result.chains for j, t in enumerate(ch.traces)],
@@ -152,7 +215,10 @@ def report(result):
 def report_text(result):
     """The trace report for people: one line per trace."""
     o, t = result.original_count, result.traced_count
-    lines = [f"trace report: original {o} dyn instrs, traced {t} ({t / max(o, 1):.3f}x)"]
+    lines = [f"trace report: original {o} dyn instrs, "
+             + (f"-O {result.base_count} ({result.base_count / max(o, 1):.3f}x), "
+                if result.optimized else "")
+             + f"traced {t} ({t / max(o, 1):.3f}x)"]
     for ch in result.chains:
         for j, tr in enumerate(ch.traces):
             lines.append(

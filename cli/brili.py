@@ -13,7 +13,7 @@ import sys
 
 USAGE = """\
 usage: brili [-p] [-f FILE | --text] [-L DIR]... [--trace OUT.json [--hot N]
-             [--trace-report FILE]] [--jit [--hot N] [--jit-background]
+             [--trace-report FILE] [--trace-no-opt]] [--jit [--hot N] [--jit-background]
              [--jit-report FILE]] [ARGS...]
 
 Run the Bril program read as JSON from standard input; ARGS are the
@@ -29,7 +29,12 @@ options:
   --trace OUT.json
                run as usual (same output and -p count), recording the hot
                loops, and write to OUT.json the program with speculative traces
-               of them spliced in (ordinary Bril that any Bril tool runs)
+               of them spliced in (ordinary Bril that any Bril tool runs);
+               traces are also recorded on the -O program (bril-opt -O), and
+               OUT.json is whichever of original + traces, -O alone and -O +
+               traces runs the fewest instructions on these ARGS
+  --trace-no-opt
+               with --trace: only trace the program as it is (no -O)
   --hot N      a loop header is hot after N visits (default 56 for --trace,
                1000 for --jit)
   --trace-report FILE
@@ -65,6 +70,7 @@ class _Options:
         self.trace = None
         self.hot = None
         self.trace_report = None
+        self.trace_no_opt = False
         self.jit = False
         self.jit_background = False
         self.jit_report = None
@@ -88,6 +94,8 @@ def parse_args(argv):
             opts.text = True
         elif a == "--dump-py":
             opts.dump = True
+        elif a == "--trace-no-opt":
+            opts.trace_no_opt = True
         elif a == "--jit":
             opts.jit = True
         elif a == "--jit-background":
@@ -195,7 +203,8 @@ def _body(argv):
 def _trace(prog, opts, out):
     """`--trace`: run once recording, write the traced program (and report)."""
     from bril.tracer import report, report_text, trace_program
-    result = trace_program(prog, opts.args, hot=opts.hot or 56, out=out)
+    result = trace_program(prog, opts.args, hot=opts.hot or 56, out=out,
+                           optimize=not opts.trace_no_opt)
     _write_atomically(opts.trace, _json_text(result.program))
     if opts.trace_report is not None:
         if opts.trace_report.endswith(".json"):
