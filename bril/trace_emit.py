@@ -221,7 +221,7 @@ class Emitter:
     def _emit_region(self, body, resume, site, items):
         n = sum(1 for it in items if it.instr["op"] == "guard")
         if not items:
-            return 0
+            return
         start = len(body)
         exits = self._find_exits(items) if n else {}
         if n and not self._spec_free(site, items, exits):
@@ -263,7 +263,6 @@ class Emitter:
         if len(body) > start:
             first = next(i for i in body[start:] if "op" in i)
             first[MARK] = self.header
-        return n
 
     def rotate(self, loop, loop_label):
         """The loop part as it follows the first pass: bottom-tested if it
