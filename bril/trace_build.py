@@ -48,6 +48,8 @@ class Line:
     orig_before: dict        # frame-0 site -> original instructions replayed before it (first visit)
     blocks: int
     inlined: int
+    branch_origin: dict      # index in the events of a branch's target -> its guard's origin
+    orig_at: dict            # guard origin -> original instructions replayed up to its branch
 
 
 class FunctionInfo:
@@ -92,6 +94,8 @@ class Replayer:
         self.used = _variables(self.funcs[fname])
         self.out, self.orig, self.nblocks, self.inlined = [], 0, 0, 0
         self.orig_before = {}
+        self.branch_origin = {}
+        self.orig_at = {}
         self.events, self.pos = list(events), 1
         first = self.events[0] if self.events else None
         if first is None or first[0] != fname:
@@ -102,7 +106,8 @@ class Replayer:
         except _Cut as c:
             cut = c.site
             del self.out[c.mark:]
-        return Line(self.out, cut, self.orig, self.orig_before, self.nblocks, self.inlined)
+        return Line(self.out, cut, self.orig, self.orig_before, self.nblocks, self.inlined,
+                    self.branch_origin, self.orig_at)
 
     # --- replay ------------------------------------------------------------------------
 
@@ -152,6 +157,8 @@ class Replayer:
                     labels = ins["labels"]
                     if emit and op == "br" and labels[0] != labels[1]:
                         g = {"op": "guard", "args": [rn(ins["args"][0])]}
+                        self.branch_origin[self.pos - 1] = len(self.out)
+                        self.orig_at[len(self.out)] = self.orig
                         self.out.append(Item(g, s, depth, origin=len(self.out)))
                         if nxt == labels[1]:
                             g["negate"] = True          # resolved by the optimizer

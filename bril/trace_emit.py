@@ -42,6 +42,10 @@ class Emitter:
         self.stubs = {}                     # (target, copies) -> stub label
         self.nexits = 0
         self.misses = 0
+        # origin -> (instructions of the pass up to its guard, side exit?,
+        # instructions of the exit's stub)
+        self.guard_at = {}
+        self.stub_len = {}
         self.sym = None
         self.fresh = fresh
         self.live = live
@@ -74,6 +78,7 @@ class Emitter:
         guards = 0
         region = None                       # (resume label, resume site, items)
         self.sym = None
+        self.guard_at = {}
         if self.exits is not None and exits:
             self.sym = self.exits.start(seed)
         for entry in seq:
@@ -160,7 +165,7 @@ class Emitter:
             d = ins.get("dest")
             if d in ren:
                 ins["dest"] = cur[d] = ren[d]
-            out.append(Item(ins, it.site, it.frame, it.barrier))
+            out.append(Item(ins, it.site, it.frame, it.barrier, it.origin, it.covers))
         for v in need:
             out.append(Item({"op": "id", "dest": v, "type": written[v], "args": [ren[v]]},
                             items[last].site, 0))
@@ -174,6 +179,7 @@ class Emitter:
             return {}
         st = self.sym.copy()
         found = {}
+        self.stub_len = {}
         for i, it in enumerate(items):
             if it.instr["op"] != "guard":
                 st.run(it.instr)
@@ -183,6 +189,7 @@ class Emitter:
             if x is None:
                 continue
             target, copies = x
+            self.stub_len[i] = len(copies) + 1 if copies else 0
             if not copies:
                 found[i] = target
                 continue
@@ -234,17 +241,22 @@ class Emitter:
                 self.misses += sum(1 for it in items
                                    if it.instr["op"] == "guard" and it.origin >= 0)
             body.append({"op": "speculate"})
+            done = count_ops(body)
             for it in items:
                 ins = dict(it.instr)
+                body.append(ins)
+                done += 1
                 if ins["op"] == "guard":
                     ins["labels"] = [resume]
-                body.append(ins)
+                    self._at(it, done, False, 0)
             body.append({"op": "commit"})
         else:
+            done = count_ops(body)
             for idx, it in enumerate(items):
                 ins = dict(it.instr)
                 if ins["op"] != "guard":
                     body.append(ins)
+                    done += 1
                     continue
                 cont = self.fresh_label()
                 c = ins["args"][0]
@@ -259,10 +271,20 @@ class Emitter:
                     body.append({"op": "br", "args": list(prev["args"]), "labels": [fail, cont]})
                 else:
                     body.append({"op": "br", "args": [c], "labels": [cont, fail]})
+                    done += 1
+                self._at(it, done, idx in exits, self.stub_len.get(idx, 0))
                 body.append({"label": cont})
         if len(body) > start:
             first = next(i for i in body[start:] if "op" in i)
             first[MARK] = self.header
+
+    def _at(self, item, done, exits, stub):
+        """Note where the guard `item` fails: after `done` instructions of the
+        pass, leaving through a side exit (whose stub runs `stub` more) or not
+        (`simulate` charges aborts by it)."""
+        for o in (item.origin,) + tuple(item.covers):
+            if o >= 0:
+                self.guard_at[o] = (done, exits, stub)
 
     def rotate(self, loop, loop_label):
         """The loop part as it follows the first pass: bottom-tested if it

@@ -210,10 +210,13 @@ class Exits:
 
     def target(self, item):
         """The label the original branch of a guard goes to when the guard fails."""
-        if item.origin < 0 or item.frame != 0:
+        if item.origin < 0:
             return None
-        g = self.items[item.origin].instr
-        br = self.instrs[item.site] if 0 <= item.site < len(self.instrs) else None
+        src = self.items[item.origin]       # the guard as replayed, at its branch
+        if src.frame != 0:
+            return None
+        g = src.instr
+        br = self.instrs[src.site] if 0 <= src.site < len(self.instrs) else None
         if br is None or br.get("op") != "br" or br["labels"][0] == br["labels"][1]:
             return None
         return br["labels"][0 if g.get("negate") else 1]

@@ -448,7 +448,11 @@ def strengthen_guards(items, fresh_name, known=None, int_min=-(1 << 63), int_max
             args = [base, bv] if x_is_left else [bv, base]
             new.append(Item({"op": cmp["op"], "dest": gv, "type": "bool", "args": args},
                             site, frame))
-            new.append(Item({"op": "guard", "args": [gv]}, site, frame, covers=covers))
+            # A lone guard moved to the start tests exactly what it tested (the
+            # wrap-around check aside): it keeps its origin, so it can exit.
+            origin = items[first[0]].origin if len(gs) == 1 else -1
+            new.append(Item({"op": "guard", "args": [gv]}, site, frame, origin=origin,
+                            covers=covers))
             top.extend(new)
             shifted.setdefault(base, True)
             continue

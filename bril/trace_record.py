@@ -8,16 +8,22 @@ each iteration of its loop is recorded as the list of block events from the
 header back to it, callee blocks included (the replay needs them to inline).
 
 Per header it keeps a histogram of distinct iteration paths and the sequence
-of iteration outcomes (run-length encoded): the id of the path taken, `EXIT`
-when the loop was left, `LONG` when an iteration exceeded the length cap.  The
-selection step simulates candidate traces over that sequence to see what they
-would save and waste.
+of iteration outcomes (run-length encoded): the id of the path taken, an exit
+id (`exit_outcome`) when the loop was left (the partial path up to and
+including the block outside the loop is kept: it says which branch left), `LONG`
+when an iteration exceeded the length cap.  The selection step simulates
+candidate traces over that sequence to see what they would save and waste.
 """
 
 from .cfg import natural_loops
 
-EXIT = -1
+EXIT = -1          # the loop was left along a path not kept
 LONG = -2
+_EXIT_BASE = -3     # exit path x is the outcome _EXIT_BASE - x
+
+
+def exit_outcome(xid):
+    return _EXIT_BASE - xid
 
 
 class LoopStats:
@@ -30,6 +36,8 @@ class LoopStats:
         self.path_list = []         # path id -> tuple of events
         self.counts = []            # path id -> iterations that took it
         self.seq = []               # [[outcome, run length], ...]
+        self.exit_paths = {}        # partial path that left the loop -> exit id
+        self.exit_list = []         # exit id -> partial path
         self.full = False           # the sequence reached its cap
 
     def outcome(self, o, cap):
@@ -52,6 +60,22 @@ class LoopStats:
             self.counts.append(0)
         self.counts[pid] += 1
         return pid
+
+    def exit_id(self, events):
+        xid = self.exit_paths.get(events)
+        if xid is None:
+            xid = self.exit_paths[events] = len(self.exit_list)
+            self.exit_list.append(events)
+        return exit_outcome(xid)
+
+    def events_of(self, o):
+        """The events of outcome `o` (a path, or the start of one that left the
+        loop), or None (an over-long iteration)."""
+        if o >= 0:
+            return self.path_list[o]
+        if o <= _EXIT_BASE:
+            return self.exit_list[_EXIT_BASE - o]
+        return None
 
 
 class _Recording:
@@ -114,7 +138,8 @@ class Recorder:
                 r.events = [ev]
                 r.long = False
             elif bname not in st.body:
-                st.outcome(EXIT, self.max_seq)
+                st.outcome(EXIT if r.long else st.exit_id(tuple(r.events) + (ev,)),
+                           self.max_seq)
                 recs.remove(r)
                 self.active.remove(r)
         # Every recording in every frame sees the event (callee blocks included).

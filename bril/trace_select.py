@@ -31,6 +31,7 @@ from .trace_opt import (eliminate_dead, find_cut, hoist_guards, number_values, p
 
 UNROLLS = (1, 2, 4, 8, 16, 32)
 MAX_CHAIN = 3
+BEAM = 3                    # chains of each length kept while growing them
 EXIT_COST = 3               # estimated instructions a side exit costs (copies, a jump)
 # An iteration path that enters some block more often than this has gone round
 # an inner loop (or recursion) that many times: its trip count is usually data
@@ -59,6 +60,13 @@ class Candidate:
     body_x: list = field(default_factory=list)  # `body` with side exits in the first pass too
     cost_pre_x: int = 0
     first_exits: bool = False   # every branch of body_x's first pass has a side exit
+    # Where a deviation from the path is caught, for the first pass (`body`,
+    # `body_x`) and the loop part: {origin: (instructions run, side exit?)},
+    # origins as `branch_origin` maps them: {index in `path` of a branch
+    # target: origin}.
+    fails: tuple = ({}, {}, {})
+    branch_origin: dict = field(default_factory=dict)
+    orig_at: dict = field(default_factory=dict)     # origin -> original instructions up to it
 
     @property
     def exits_everywhere(self):
@@ -173,12 +181,15 @@ def build_candidate(funcs, infos, stats, pattern, livecache, tag):
     # The first pass keeps its resumes (a failure there tries the next trace
     # of the chain); the loop part, which fails to the original code, exits.
     pre, guards = em.emit(seq, FAIL_LABEL, exits=False)
+    fail_pre = em.guard_at
     # The last trace of a chain has no next trace to try: its first pass exits
     # too (`body_x`).
     em.nexits = em.misses = 0
     pre_x, _ = em.emit(seq, FAIL_LABEL)
+    fail_pre_x = em.guard_at
     first_exits = em.nexits > 0 and em.misses == 0
     em.nexits = em.misses = 0
+    fail_loop = {}
     if cut_site is not None:
         end = [{"op": "jmp", "labels": [
             labels.setdefault(cut_site, f"{header}.{MARK}.r{cut_site}")]}]
@@ -196,6 +207,7 @@ def build_candidate(funcs, infos, stats, pattern, livecache, tag):
         loop, _ = em.emit([e for e in seq if id(e) not in inv
                            and id(e) not in checked], ORIG_LABEL,
                           seed=[e for e in seq if id(e) in inv or id(e) in checked])
+        fail_loop = em.guard_at
         rotated = em.rotate(loop, loop_label)
         body, body_x = pre + rotated, pre_x + rotated
         cost_pre = count_ops(pre)
@@ -210,7 +222,8 @@ def build_candidate(funcs, infos, stats, pattern, livecache, tag):
                      blocks=line.blocks, inlined=line.inlined, cut=cut_site is not None,
                      path=[list(e) for e in path], exits=em.nexits,
                      exit_misses=em.misses, body_x=body_x, cost_pre_x=cost_pre_x,
-                     first_exits=first_exits)
+                     first_exits=first_exits, fails=(fail_pre, fail_pre_x, fail_loop),
+                     branch_origin=line.branch_origin, orig_at=line.orig_at)
 
 
 def _checked_invariants(seq, inv_vars):
@@ -275,9 +288,14 @@ def simulate(chain, stats):
 
     At the header the traces are tried in order: one succeeds if the next
     iterations take its pattern of paths (then its loop part keeps running
-    while they do); otherwise a guard aborts it, wasting roughly the
-    iterations it ran.  When none succeeds, the original code runs one
-    iteration.  Returns (gain, entries per trace, aborts per trace)."""
+    while they do); otherwise a guard aborts it.  Where the recorded path of
+    the deviating iteration says which branch went the other way, the abort
+    costs what the trace runs up to the guard that checks that branch (a
+    hoisted, strengthened loop test fails before any work), or, if that guard
+    has a side exit, the few copies of the exit (the iterations done stay
+    done); else roughly the iterations it ran.  When none succeeds, the
+    original code runs one iteration.  Returns (gain, entries per trace,
+    aborts per trace)."""
     traces = chain.traces
     nt = len(traces)
     entries = [0] * nt
@@ -287,24 +305,60 @@ def simulate(chain, stats):
     ks = [len(p) for p in pats]
     # The last trace may run its side-exiting variant.
     last = traces[-1]
+    last_x = chain.first_exits
     cost_pre = [t.cost_pre for t in traces[:-1]] + [
-        last.cost_pre_x if chain.first_exits else last.cost_pre]
+        last.cost_pre_x if last_x else last.cost_pre]
     per_iter = [c / k for c, k in zip(cost_pre, ks)]
     # With side exits, an iteration that leaves the pattern exits where it
     # leaves: the iterations before it keep their gain and the exit costs a
     # few copies.  Without, the pass is wasted and rolled back.
     exiting = [t.exits_everywhere for t in traces]
     saved_loop = [(t.replaced - t.cost_loop) / k for t, k in zip(traces, ks)]
-    last_exits = chain.first_exits and last.first_exits
+    last_exits = last_x and last.first_exits
     saved_last = (traces[-1].replaced - cost_pre[-1]) / ks[-1]
     uniform = [p[0] if len(set(p)) == 1 else None for p in pats]
     known = {p for pat in pats for p in pat}
-    first_waste = sum(min(c, w) for c, w in zip(cost_pre, per_iter))
-    seq = stats.seq
-    n_runs = len(seq)
-    i = off = 0                 # cursor: run index and offset into it
+    # Start of iteration m of each trace's path, in its events.
+    starts = []
+    for t in traces:
+        offs, o = [], 0
+        for pid in t.pattern:
+            offs.append(o)
+            o += len(stats.path_list[pid]) - 1
+        starts.append(offs)
+    memo = {}
+
+    def fail_at(j, part, m, od):
+        """(instructions run, side exit?) where trace j's `part` (0: first
+        pass, 1: its side-exiting variant, 2: loop part) catches iteration m
+        taking outcome od instead of its pattern's path; None if unknown."""
+        g = fail_origin(j, m, od)
+        return traces[j].fails[part].get(g) if g is not None else None
+
+    def fail_origin(j, m, od):
+        """The origin of the branch where iteration m leaves trace j's path."""
+        key = (j, m, od)
+        if key in memo:
+            return memo[key]
+        g = None
+        ev = stats.events_of(od) if od is not None else None
+        if ev is not None:
+            want = stats.path_list[pats[j][m]]
+            d = 1
+            while d < len(want) and d < len(ev) and want[d] == ev[d]:
+                d += 1
+            g = traces[j].branch_origin.get(starts[j][m] + d)
+        memo[key] = g
+        return g
+
+    def exit_gain(j, info, m, od):
+        """A side exit at iteration m: the original would have run the
+        instructions up to that branch; the trace ran its own and the stub."""
+        g = fail_origin(j, m, od)
+        return traces[j].orig_at.get(g, 0) - info[0] - info[2]
 
     def matched(pattern):
+        """(iterations that follow `pattern`, outcome of the one that does not)."""
         j, o, m = i, off, 0
         while m < len(pattern) and j < n_runs and seq[j][0] == pattern[m]:
             m += 1
@@ -312,7 +366,24 @@ def simulate(chain, stats):
             if o == seq[j][1]:
                 j += 1
                 o = 0
-        return m
+        return m, (seq[j][0] if m < len(pattern) and j < n_runs else None)
+
+    def first_pass_fails(j, m, od):
+        """Gain of trace j's first pass failing at iteration m; True if it
+        left through a side exit (the original finishes that iteration)."""
+        part = 1 if j == nt - 1 and last_x else 0
+        info = fail_at(j, part, m, od)
+        if info is not None:
+            if info[1]:
+                return exit_gain(j, info, m, od), True
+            return -info[0], False
+        if j == nt - 1 and last_exits and od is not None and od >= 0:
+            return m * saved_last - EXIT_COST, True
+        return -min(cost_pre[j], per_iter[j] * (m + 1)), False
+
+    seq = stats.seq
+    n_runs = len(seq)
+    i = off = 0                 # cursor: run index and offset into it
 
     def advance(n):
         nonlocal i, off
@@ -324,6 +395,7 @@ def simulate(chain, stats):
                 i += 1
                 off = 0
 
+    unknown = {}                # outcome no pattern starts with -> (gain, aborted by)
     state = None                # None: at the header; j: in trace j's loop part
     while i < n_runs:
         o, left = seq[i][0], seq[i][1] - off
@@ -335,46 +407,62 @@ def simulate(chain, stats):
                 entries[state] += passes
                 advance(passes * k)
                 continue
-            m = matched(pats[state])
+            m, od = matched(pats[state])
             entries[state] += 1
             if m == k:
                 gain += t.replaced - t.cost_loop
                 advance(k)
                 continue
-            if exiting[state] and o >= 0:
-                gain += m * saved_loop[state] - EXIT_COST
-                aborts[state] += 1
+            aborts[state] += 1
+            info = fail_at(state, 2, m, od)
+            if info is not None and info[1]:
+                gain += exit_gain(state, info, m, od)
                 state = None
                 advance(m + 1)
                 continue
-            gain -= min(cost_pre[state], per_iter[state] * (m + 1))
-            aborts[state] += 1
+            if info is None and exiting[state] and od is not None and od >= 0:
+                gain += m * saved_loop[state] - EXIT_COST
+                state = None
+                advance(m + 1)
+                continue
+            gain -= info[0] if info is not None else min(cost_pre[state],
+                                                         per_iter[state] * (m + 1))
             state = None
             advance(1)          # the original runs this iteration
             continue
         if o not in known:
-            # No trace starts with this outcome: each such iteration aborts them all.
-            gain -= left * first_waste
-            for j in range(nt):
+            # No trace starts with this outcome: each such iteration aborts
+            # the traces up to one that leaves through a side exit.
+            got = unknown.get(o)
+            if got is None:
+                g, by = 0.0, []
+                for j in range(nt):
+                    d, ex = first_pass_fails(j, 0, o)
+                    g += d
+                    by.append(j)
+                    if ex:
+                        break
+                got = unknown[o] = (g, by)
+            gain += left * got[0]
+            for j in got[1]:
                 entries[j] += left
                 aborts[j] += left
             advance(left)
             continue
         for j in range(nt):
             entries[j] += 1
-            m = matched(pats[j])
+            m, od = matched(pats[j])
             if m == ks[j]:
                 gain += traces[j].replaced - cost_pre[j]
                 advance(m)
                 state = None if traces[j].cut else j
                 break
-            if j == nt - 1 and last_exits and o >= 0:
-                gain += m * saved_last - EXIT_COST
-                aborts[j] += 1
+            d, ex = first_pass_fails(j, m, od)
+            gain += d
+            aborts[j] += 1
+            if ex:
                 advance(m + 1)
                 break
-            gain -= min(cost_pre[j], per_iter[j] * (m + 1))
-            aborts[j] += 1
         else:
             advance(1)
     return gain, entries, aborts
@@ -429,24 +517,47 @@ def choose_chain(funcs, infos, stats, livecache, min_share=0.05, min_count=8,
                 continue
             if not (c.cut and k > 1):
                 cands.append(c)
+    # Grow chains a candidate at a time, keeping the BEAM best of each length:
+    # a trace that loses alone (its first pass taxes the other phase) can win
+    # behind one that takes that phase.
     best = None
-    while len(best.traces if best else ()) < MAX_CHAIN:
-        # Grow the chain by the candidate that helps most.
-        base = list(best.traces) if best else []
-        step = None
-        for c in cands:
-            if any(c is b for b in base):
-                continue
-            ch = Chain(stats.func, stats.header, base + [c], first_exits)
-            ch.gain, ch.entries, ch.aborts = simulate(ch, stats)
-            if step is None or ch.gain > step.gain:
-                step = ch
-        if step is None or (best is not None and step.gain <= best.gain):
+    beams = [[]]
+    for _ in range(MAX_CHAIN):
+        grown = []
+        for base in beams:
+            for c in cands:
+                if any(c is b or _same_cycle(c.pattern, b.pattern) for b in base):
+                    continue
+                ch = Chain(stats.func, stats.header, base + [c], first_exits)
+                ch.gain, ch.entries, ch.aborts = simulate(ch, stats)
+                grown.append(ch)
+        if not grown:
             break
-        best = step
+        grown.sort(key=lambda ch: -ch.gain)
+        if best is None or grown[0].gain > best.gain:
+            best = grown[0]
+        beams = [ch.traces for ch in grown[:BEAM]]
     if best is None or best.gain <= 0:
         return None
     return best
+
+
+def _same_cycle(a, b):
+    """Do two patterns repeat one cycle of different paths, from different
+    starts?  The recording starts mid-run, so the simulation cannot tell
+    which start the run meets first, and in a chain of both the second may
+    take the loop with its shorter unrolling.  (Traces of one path, unrolled
+    differently, chain well: the shorter one takes the trip count's tail.)"""
+    ca = _cycle(a)
+    return len(ca) > 1 and ca == _cycle(b)
+
+
+def _cycle(pattern):
+    """The repeating unit of a pattern, up to rotation."""
+    n = len(pattern)
+    p = next(p for p in range(1, n + 1) if n % p == 0 and pattern == pattern[:p] * (n // p))
+    unit = pattern[:p]
+    return min(unit[i:] + unit[:i] for i in range(p))
 
 
 def chain_instrs(chain):

@@ -523,3 +523,99 @@ def test_exit_needs_every_earlier_branch_checked():
     assert exits.find(line[2], state) == ("b", [("sb", "int", "_tmp")])
     state.run({"op": "print", "args": ["_tmp"]})       # an effect the original has not done
     assert exits.find(line[2], state) is None
+
+
+DOT = """
+@main(rounds: int, k: int) {
+  one: int = const 1;
+  total: int = const 0;
+  r: int = const 0;
+.outer:
+  more: bool = lt r rounds;
+  br more .outer_body .done;
+.outer_body:
+  acc: int = const 0;
+  t: int = const 0;
+.dot:
+  left: bool = lt t k;
+  br left .dot_body .dot_done;
+.dot_body:
+  x: int = mul t r;
+  acc: int = add acc x;
+  t: int = add t one;
+  jmp .dot;
+.dot_done:
+  total: int = add total acc;
+  r: int = add r one;
+  jmp .outer;
+.done:
+  print total;
+}
+"""
+
+
+def _recorded(text, args, optimize=True):
+    import io
+    from bril.tracer import _optimized, _recorder
+    prog = parse_program(text)
+    base = _optimized(prog) if optimize else prog
+    rec = _recorder(base, 56)
+    interp.run_recording(base, args, io.StringIO(), rec)
+    return rec
+
+
+def test_recorder_keeps_the_path_that_left_the_loop():
+    rec = _recorded(DOT, ["200", "15"], optimize=False)
+    st = rec.loops[("main", "dot")]
+    exits = [o for o, _ in st.seq if o < 0]
+    assert exits and all(st.events_of(o) is not None for o in exits)
+    # The partial iteration: the header, then the block outside the loop.
+    assert st.events_of(exits[0]) == (("main", "dot"), ("main", "dot_done"))
+
+
+def test_trip_count_tail_aborts_before_any_work():
+    # Unrolled 4 times over a 15-iteration loop, every pass ends 3 iterations
+    # short.  The four loop tests become one guard at the top of the pass
+    # (`t < k - 4`), so leaving there costs only that test: the simulation
+    # charges exactly that, not a pass's worth of work.
+    from bril.trace_select import Chain, build_candidate, simulate
+    rec = _recorded(DOT, ["2000", "15"])
+    st = rec.loops[("main", "dot_body")]       # -O rotates the loop
+    c = build_candidate(rec.funcs, rec.infos, st, (0, 0, 0, 0), {}, 0)
+    loop_tests = sorted(c.branch_origin.values())
+    assert len(loop_tests) == 4
+    assert all(c.fails[2][o] == (2, False, 0) for o in loop_tests)
+    pre_cost = c.fails[0][loop_tests[0]][0]
+    assert pre_cost < c.cost_pre / 2          # the wrap-around check and the test
+    gain, entries, aborts = simulate(Chain("main", "dot_body", [c]), st)
+    # -O's loop visits its header 15 times a run, the last to leave.  The
+    # first pass and two loop passes run 12 iterations; the loop part fails
+    # at its top, the original runs the 13th, and the first pass fails at the
+    # top on the 14th and on the visit that leaves.
+    per_run = (c.replaced - c.cost_pre) + 2 * (c.replaced - c.cost_loop) - 2 - 2 * pre_cost
+    runs = sum(1 for o, _ in st.seq[2:] if o < 0)
+    assert st.seq[2:4] == [[0, 14], [st.seq[3][0], 1]]
+    first_run = (c.replaced - c.cost_pre) - 2
+    assert gain == first_run + runs * per_run
+
+
+def test_lone_loop_guard_moved_to_the_top_keeps_its_side_exit():
+    # The branch on `x` of the first iteration is hoisted to the trace's start
+    # (rewritten on the entry value): it still tests exactly the original
+    # branch, so it leaves through a side exit instead of rolling back.
+    from bril.trace_select import build_candidate
+    path = BENCHMARKS / "spec" / "phases.bril"
+    rec = _recorded(path.read_text(), ["3000", "100", "100"], optimize=False)
+    st = rec.loops[("recurrence", "loop")]
+    c = build_candidate(rec.funcs, rec.infos, st, (0, 0), {}, 0)
+    branch = [o for d, o in sorted(c.branch_origin.items())]
+    # Per iteration: the loop test (strengthened, no exit) and the branch on x.
+    assert [c.fails[1][o][1] for o in branch] == [False, True, False, True]
+
+
+def test_chain_never_holds_two_starts_of_one_cycle():
+    from bril.trace_select import _same_cycle
+    assert _same_cycle((0, 1) * 16, (1, 0))
+    assert _same_cycle((0, 1, 2), (2, 0, 1, 2, 0, 1))
+    assert not _same_cycle((0,) * 32, (0,) * 8)       # a tail trace: fine
+    assert not _same_cycle((0, 1), (0, 0, 1, 1))
