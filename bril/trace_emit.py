@@ -5,7 +5,8 @@
 fail (a side exit proven by `trace_exit`, a plain branch back to the region's
 start when nothing needs rolling back, or `speculate` ... `commit` with
 `guard`s) and writes the instructions, the exit stubs, and the rotated
-(bottom-tested) loop part.
+(bottom-tested) loop part.  `loop_clone` writes the copy of a loop that
+merged loop tests fail to when the loop is about to end (its tail).
 """
 
 from .trace_build import Item
@@ -46,6 +47,8 @@ class Emitter:
         # instructions of the exit's stub)
         self.guard_at = {}
         self.stub_len = {}
+        self.tail = None
+        self.exit_tests = set()             # origins of branches whose other side leaves the loop
         self.sym = None
         self.fresh = fresh
         self.live = live
@@ -70,10 +73,13 @@ class Emitter:
             return self.live.live_in[self.header]
         return self.live.before(site)
 
-    def emit(self, seq, first_fail, seed=(), exits=True):
+    def emit(self, seq, first_fail, seed=(), exits=True, tail=None):
         """(instructions, number of guards).  `seed`: items computed before
         (the loop invariants a loop part does not recompute); `exits`: give
-        guards side exits where possible."""
+        guards side exits where possible; `tail`: where a merged loop test
+        of the first region fails (fewer iterations left than the pass
+        runs), if not to `first_fail`."""
+        self.tail = tail
         body = []
         guards = 0
         region = None                       # (resume label, resume site, items)
@@ -247,8 +253,8 @@ class Emitter:
                 body.append(ins)
                 done += 1
                 if ins["op"] == "guard":
-                    ins["labels"] = [resume]
-                    self._at(it, done, False, 0)
+                    ins["labels"] = [self._fail_to(it, site, resume)]
+                    self._at(it, done, False, 0, ins["labels"][0] == self.tail)
             body.append({"op": "commit"})
         else:
             done = count_ops(body)
@@ -260,7 +266,7 @@ class Emitter:
                     continue
                 cont = self.fresh_label()
                 c = ins["args"][0]
-                fail = exits.get(idx, resume)
+                fail = exits.get(idx) or self._fail_to(it, site, resume)
                 if idx in exits:
                     self.nexits += 1
                 elif items[idx].origin >= 0 and self.sym is not None:
@@ -272,19 +278,31 @@ class Emitter:
                 else:
                     body.append({"op": "br", "args": [c], "labels": [cont, fail]})
                     done += 1
-                self._at(it, done, idx in exits, self.stub_len.get(idx, 0))
+                self._at(it, done, idx in exits, self.stub_len.get(idx, 0),
+                         idx not in exits and fail == self.tail)
                 body.append({"label": cont})
         if len(body) > start:
             first = next(i for i in body[start:] if "op" in i)
             first[MARK] = self.header
 
-    def _at(self, item, done, exits, stub):
+    def _fail_to(self, item, site, resume):
+        """Where a guard rolling back (or needing no rollback) goes: a merged
+        loop test of the first region (it stands for several original
+        branches, each of which leaves the loop the other way: the loop ends
+        within the pass) goes to the tail, if there is one; any other guard
+        to the resume label."""
+        if (self.tail is not None and site is None and item.origin < 0 and item.covers
+                and all(o in self.exit_tests for o in item.covers)):
+            return self.tail
+        return resume
+
+    def _at(self, item, done, exits, stub, tail):
         """Note where the guard `item` fails: after `done` instructions of the
-        pass, leaving through a side exit (whose stub runs `stub` more) or not
-        (`simulate` charges aborts by it)."""
+        pass, leaving through a side exit (whose stub runs `stub` more), to
+        the tail or rolling back (`simulate` charges aborts by it)."""
         for o in (item.origin,) + tuple(item.covers):
             if o >= 0:
-                self.guard_at[o] = (done, exits, stub)
+                self.guard_at[o] = (done, exits, stub, tail)
 
     def rotate(self, loop, loop_label):
         """The loop part as it follows the first pass: bottom-tested if it
@@ -308,3 +326,39 @@ class Emitter:
             return out
 
         return copy() + [{"label": loop_label}] + rest + copy()
+
+
+def tail_label(header, block):
+    return f"{header}.{MARK}.t.{block}"
+
+
+def loop_clone(cfg, header, body):
+    """A copy of the loop of `header` (its blocks `body`, as `cfg` names them)
+    whose jumps inside the loop stay in the copy and whose exits go where
+    the loop's go; its entry is `tail_label(header, header)`.  None if some
+    block falls through to an unlabeled block or off the function's end."""
+    out = []
+    for name, blk in cfg.blocks.items():
+        if name not in body:
+            continue
+        out.append({"label": tail_label(header, name)})
+        for ins in blk.instrs:
+            if ins.get("op") in ("jmp", "br"):
+                ins = dict(ins, labels=[tail_label(header, l) if l in body else l
+                                        for l in ins["labels"]])
+            out.append(dict(ins))
+        if blk.terminator is None:
+            nxt = blk.fall
+            if nxt is None or (nxt not in body and cfg.blocks[nxt].label is None):
+                return None
+            out.append({"op": "jmp", "labels": [tail_label(header, nxt) if nxt in body else nxt]})
+    return out
+
+
+def clone_site(instrs):
+    """An index where code can be inserted that nothing falls into (right
+    after a `jmp`, `br` or `ret`), or None."""
+    for i, ins in enumerate(instrs):
+        if ins.get("op") in ("jmp", "br", "ret"):
+            return i + 1
+    return None

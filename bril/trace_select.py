@@ -13,7 +13,9 @@ changes over time fast in every phase.
 Regions that can never need a rollback are emitted without
 `speculate`/`commit`, their guards as plain branches (`trace_emit`); a guard
 whose state is proven to be the original's leaves through a side exit
-(`trace_exit`) and does not count as one that needs a rollback.
+(`trace_exit`) and does not count as one that needs a rollback.  A merged
+loop test that fails because fewer iterations are left than a pass runs goes
+to the loop's *tail*, a copy of the original loop (`trace_emit.loop_clone`).
 
 `simulate` replays the recorded iteration sequence against a chain, counting
 successful passes, aborted ones and the instructions won or wasted.
@@ -24,10 +26,11 @@ from dataclasses import dataclass, field
 from .dataflow import liveness, live_after_each
 from .ops import FOLDABLE
 from .trace_build import NotTraceable, Replayer
-from .trace_emit import MARK, Emitter, count_ops
+from .trace_emit import MARK, Emitter, clone_site, count_ops, loop_clone, tail_label
 from .trace_exit import Exits, variable_types
 from .trace_opt import (eliminate_dead, find_cut, hoist_guards, number_values, place_regions,
                         single_constants, strengthen_guards)
+from .trace_record import LONG
 
 UNROLLS = (1, 2, 4, 8, 16, 32)
 MAX_CHAIN = 3
@@ -85,6 +88,8 @@ class Chain:
     header: str
     traces: list                # Candidates, tried in order
     first_exits: bool = True    # the last trace's first pass exits (its `body_x`)
+    tail: bool = False          # merged loop tests fail to a copy of the loop (`loop_clone`)
+    body: frozenset = frozenset()   # the loop's blocks
     gain: float = 0.0           # estimated instructions saved on the training run
     entries: list = field(default_factory=list)
     aborts: list = field(default_factory=list)
@@ -94,6 +99,13 @@ class Chain:
 # next trace in the chain), and where its loop part fails to (the original code).
 FAIL_LABEL = "\0fail"
 ORIG_LABEL = "\0orig"
+# Where merged loop tests fail: the first pass's (the next trace, or for the
+# last one the tail) and the loop part's (the tail).  The tail is a copy of
+# the original loop whose back edges stay in the copy: fewer iterations are
+# left than a pass runs, so they run there without re-entering the chain.
+TAIL_PRE = "\0tail-pre"
+TAIL_LOOP = "\0tail-loop"
+EXITED, TAIL = "exited", "tail"
 
 
 class _Liveness:
@@ -178,14 +190,16 @@ def build_candidate(funcs, infos, stats, pattern, livecache, tag):
     inv, inv_vars = invariant_items(seq)
     exits = Exits(line.items, func, live.live_in, known, variable_types(func), implied)
     em = Emitter(header, tag, labels, live, temps, seq, inv, fresh, exits)
+    em.exit_tests = {it.origin for it in line.items if it.instr["op"] == "guard"
+                     and exits.target(it) not in (None, *stats.body)}
     # The first pass keeps its resumes (a failure there tries the next trace
     # of the chain); the loop part, which fails to the original code, exits.
-    pre, guards = em.emit(seq, FAIL_LABEL, exits=False)
+    pre, guards = em.emit(seq, FAIL_LABEL, exits=False, tail=TAIL_PRE)
     fail_pre = em.guard_at
     # The last trace of a chain has no next trace to try: its first pass exits
     # too (`body_x`).
     em.nexits = em.misses = 0
-    pre_x, _ = em.emit(seq, FAIL_LABEL)
+    pre_x, _ = em.emit(seq, FAIL_LABEL, tail=TAIL_PRE)
     fail_pre_x = em.guard_at
     first_exits = em.nexits > 0 and em.misses == 0
     em.nexits = em.misses = 0
@@ -206,7 +220,8 @@ def build_candidate(funcs, infos, stats, pattern, livecache, tag):
         checked = _checked_invariants(seq, inv_vars)
         loop, _ = em.emit([e for e in seq if id(e) not in inv
                            and id(e) not in checked], ORIG_LABEL,
-                          seed=[e for e in seq if id(e) in inv or id(e) in checked])
+                          seed=[e for e in seq if id(e) in inv or id(e) in checked],
+                          tail=TAIL_LOOP)
         fail_loop = em.guard_at
         rotated = em.rotate(loop, loop_label)
         body, body_x = pre + rotated, pre_x + rotated
@@ -369,17 +384,28 @@ def simulate(chain, stats):
         return m, (seq[j][0] if m < len(pattern) and j < n_runs else None)
 
     def first_pass_fails(j, m, od):
-        """Gain of trace j's first pass failing at iteration m; True if it
-        left through a side exit (the original finishes that iteration)."""
+        """(gain, how) of trace j's first pass failing at iteration m: how is
+        EXITED (a side exit: the original finishes that iteration), TAIL (the
+        loop's clone runs the rest of the loop) or None (a rollback)."""
         part = 1 if j == nt - 1 and last_x else 0
         info = fail_at(j, part, m, od)
         if info is not None:
             if info[1]:
-                return exit_gain(j, info, m, od), True
-            return -info[0], False
+                return exit_gain(j, info, m, od), EXITED
+            if info[3] and j == nt - 1 and chain.tail:
+                return -info[0], TAIL
+            return -info[0], None
         if j == nt - 1 and last_exits and od is not None and od >= 0:
-            return m * saved_last - EXIT_COST, True
-        return -min(cost_pre[j], per_iter[j] * (m + 1)), False
+            return m * saved_last - EXIT_COST, EXITED
+        return -min(cost_pre[j], per_iter[j] * (m + 1)), None
+
+    def to_loop_exit():
+        """Skip the iterations the tail clone runs: up to the loop's exit."""
+        nonlocal i, off
+        while i < n_runs and (seq[i][0] >= 0 or seq[i][0] == LONG):
+            i += 1
+            off = 0
+        advance(1)
 
     seq = stats.seq
     n_runs = len(seq)
@@ -420,6 +446,11 @@ def simulate(chain, stats):
                 state = None
                 advance(m + 1)
                 continue
+            if info is not None and info[3] and chain.tail:
+                gain -= info[0]
+                state = None
+                to_loop_exit()
+                continue
             if info is None and exiting[state] and od is not None and od >= 0:
                 gain += m * saved_loop[state] - EXIT_COST
                 state = None
@@ -432,22 +463,27 @@ def simulate(chain, stats):
             continue
         if o not in known:
             # No trace starts with this outcome: each such iteration aborts
-            # the traces up to one that leaves through a side exit.
+            # the traces up to one that leaves through a side exit (or to
+            # the tail, which runs the rest of the loop).
             got = unknown.get(o)
             if got is None:
-                g, by = 0.0, []
+                g, by, how = 0.0, [], None
                 for j in range(nt):
-                    d, ex = first_pass_fails(j, 0, o)
+                    d, how = first_pass_fails(j, 0, o)
                     g += d
                     by.append(j)
-                    if ex:
+                    if how is not None:
                         break
-                got = unknown[o] = (g, by)
-            gain += left * got[0]
+                got = unknown[o] = (g, by, how)
+            n = 1 if got[2] is TAIL else left
+            gain += n * got[0]
             for j in got[1]:
-                entries[j] += left
-                aborts[j] += left
-            advance(left)
+                entries[j] += n
+                aborts[j] += n
+            if got[2] is TAIL:
+                to_loop_exit()
+            else:
+                advance(left)
             continue
         for j in range(nt):
             entries[j] += 1
@@ -457,11 +493,14 @@ def simulate(chain, stats):
                 advance(m)
                 state = None if traces[j].cut else j
                 break
-            d, ex = first_pass_fails(j, m, od)
+            d, how = first_pass_fails(j, m, od)
             gain += d
             aborts[j] += 1
-            if ex:
+            if how is EXITED:
                 advance(m + 1)
+                break
+            if how is TAIL:
+                to_loop_exit()
                 break
         else:
             advance(1)
@@ -520,6 +559,9 @@ def choose_chain(funcs, infos, stats, livecache, min_share=0.05, min_count=8,
     # Grow chains a candidate at a time, keeping the BEAM best of each length:
     # a trace that loses alone (its first pass taxes the other phase) can win
     # behind one that takes that phase.
+    info = infos[stats.func]
+    tail = (loop_clone(info.cfg, stats.header, stats.body) is not None
+            and clone_site(info.func.get("instrs", [])) is not None)
     best = None
     beams = [[]]
     for _ in range(MAX_CHAIN):
@@ -528,7 +570,7 @@ def choose_chain(funcs, infos, stats, livecache, min_share=0.05, min_count=8,
             for c in cands:
                 if any(c is b or _same_cycle(c.pattern, b.pattern) for b in base):
                     continue
-                ch = Chain(stats.func, stats.header, base + [c], first_exits)
+                ch = Chain(stats.func, stats.header, base + [c], first_exits, tail, stats.body)
                 ch.gain, ch.entries, ch.aborts = simulate(ch, stats)
                 grown.append(ch)
         if not grown:
@@ -569,8 +611,10 @@ def chain_instrs(chain):
     starts = [None] + [f"{h}.{MARK}.c{j}" for j in range(1, len(chain.traces))]
     orig = f"{h}.{MARK}.orig"
     for j, t in enumerate(chain.traces):
-        fill = {FAIL_LABEL: starts[j + 1] if j + 1 < len(chain.traces) else orig,
-                ORIG_LABEL: orig}
+        nxt = starts[j + 1] if j + 1 < len(chain.traces) else orig
+        tail = tail_label(h, h) if chain.tail else orig
+        fill = {FAIL_LABEL: nxt, ORIG_LABEL: orig, TAIL_LOOP: tail,
+                TAIL_PRE: tail if nxt == orig else nxt}
         if starts[j] is not None:
             out.append({"label": starts[j]})
         last = j == len(chain.traces) - 1

@@ -31,8 +31,10 @@ import copy
 import io
 from dataclasses import dataclass, field
 
+from .cfg import CFG
 from .errors import BrilError
 from .trace_build import is_plain
+from .trace_emit import clone_site, loop_clone
 from .trace_record import Recorder
 from .trace_select import MARK, chain_instrs, choose_chain
 
@@ -63,12 +65,18 @@ def splice(prog, chains):
         instrs = func["instrs"]
         before = {}                         # index -> instructions to insert before it
         labels = {}                         # index -> resume labels to insert before it
+        tails = []
         for ch in chs:
             h = next(i for i, ins in enumerate(instrs) if ins.get("label") == ch.header)
             code, needed = chain_instrs(ch)
             before.setdefault(h + 1, []).extend(code)
+            if ch.tail:
+                tails.extend(loop_clone(CFG.from_function(func), ch.header, ch.body))
             for site, labs in needed.items():
                 labels.setdefault(site, set()).update(labs)
+        if tails:
+            # Copies of loops, where nothing falls into them.
+            before.setdefault(clone_site(instrs), []).extend(tails)
         out = []
         for i in range(len(instrs) + 1):
             out.extend(before.get(i, ()))       # a chain, right after its header label
