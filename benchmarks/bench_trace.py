@@ -15,7 +15,9 @@ programs record on their `# ALT-ARGS:` (mostly smaller) and are measured on
 `# ARGS:`; the conformance programs that take arguments record on `# ARGS:`
 and are measured on the larger input listed in LARGER below (the others,
 marked `same`, on their training input: they take no size argument).
-Counts, not seconds: the figure of merit Bril users compare optimizations by.
+Every program's output on the measured input is compared with the
+original's (a difference is reported as an error row).  Counts, not seconds:
+the figure of merit Bril users compare optimizations by.
 """
 
 import argparse
@@ -85,15 +87,19 @@ def main():
             args = LARGER[name].split()
         unseen = train != args
         try:
-            _, base = interp.run_capture(prog, args)
+            want, base = interp.run_capture(prog, args)
             opt = optimize(prog)
-            _, c_opt = interp.run_capture(opt, args)
+            o_opt, c_opt = interp.run_capture(opt, args)
             tr = trace_program(prog, train, hot=opts.hot, optimize=False)
-            _, c_tr = interp.run_capture(tr.program, args)
+            o_tr, c_tr = interp.run_capture(tr.program, args)
             tr_opt = trace_program(prog, train, hot=opts.hot)
-            _, c_tropt = interp.run_capture(tr_opt.program, args)
+            o_tropt, c_tropt = interp.run_capture(tr_opt.program, args)
         except BrilError as e:
             print(f"{name:40} error: {e}")
+            continue
+        if not want == o_opt == o_tr == o_tropt:
+            # Counts of a program that prints something else mean nothing.
+            print(f"{name:40} error: output differs from the original's")
             continue
         loopy = tr.max_header_visits >= 1000
         rows.append((name, base, c_opt / base, c_tr / base, c_tropt / base, loopy))
