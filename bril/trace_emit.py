@@ -44,7 +44,7 @@ class Emitter:
         self.nexits = 0
         self.misses = 0
         # origin -> (instructions of the pass up to its guard, side exit?,
-        # instructions of the exit's stub)
+        # instructions of the exit's stub, to the tail?)
         self.guard_at = {}
         self.stub_len = {}
         self.tail = None

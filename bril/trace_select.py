@@ -64,7 +64,8 @@ class Candidate:
     cost_pre_x: int = 0
     first_exits: bool = False   # every branch of body_x's first pass has a side exit
     # Where a deviation from the path is caught, for the first pass (`body`,
-    # `body_x`) and the loop part: {origin: (instructions run, side exit?)},
+    # `body_x`) and the loop part: {origin: (instructions run, side exit?,
+    # instructions of the exit's stub, to the tail?)},
     # origins as `branch_origin` maps them: {index in `path` of a branch
     # target: origin}.
     fails: tuple = ({}, {}, {})
