@@ -1,7 +1,7 @@
 """The Bril interpreter (public API): link, compile to Python, run.
 
     run(prog, argv=(), *, out=None, base_dir=None, lib_dirs=()) -> int
-    run_capture(prog, argv=()) -> (stdout text, count)
+    run_capture(prog, argv=(), timeout=None) -> (stdout text, count)
 
 `run` links imports (`bril.linker`), turns every function reachable from
 @main into Python source (`bril.codegen`, guided by `bril.typecheck`),
@@ -285,6 +285,8 @@ def _translate(exc):
         return BrilError("division by zero")
     if isinstance(exc, RecursionError):
         return BrilError(f"recursion too deep (more than {MAX_CALL_DEPTH} nested calls)")
+    if isinstance(exc, TimeLimit):
+        return BrilError("time limit exceeded")
     if isinstance(exc, MemoryError):
         return BrilError("out of memory")
     if isinstance(exc, OSError):
@@ -292,8 +294,15 @@ def _translate(exc):
     return BrilError(f"internal error: {type(exc).__name__}: {exc}")
 
 
-def _call_in_big_thread(fn):
-    """Run fn() in a thread with a large C stack and a high recursion limit."""
+class TimeLimit(Exception):
+    """Raised inside a run that outlived its `timeout` (see `run`)."""
+
+
+def _call_in_big_thread(fn, timeout=None):
+    """Run fn() in a thread with a large C stack and a high recursion limit.
+
+    With a `timeout` (seconds), a run still going after it is stopped by
+    raising TimeLimit inside its thread (delivered at the next bytecode)."""
     result = {}
 
     def target():
@@ -311,7 +320,12 @@ def _call_in_big_thread(fn):
         # the process even if the program loops forever.
         t = threading.Thread(target=target, name="bril-main", daemon=True)
         t.start()
-        t.join()
+        t.join(timeout)
+        if t.is_alive():
+            import ctypes
+            ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(t.ident),
+                                                       ctypes.py_object(TimeLimit))
+            t.join()
     finally:
         threading.stack_size(old_stack)
         sys.setrecursionlimit(old_limit)
@@ -321,8 +335,11 @@ def _call_in_big_thread(fn):
 
 
 def run(prog, argv=(), *, out=None, base_dir=None, lib_dirs=(), filename=None,
-        recorder=None, jit=None, native_heap=False):
+        recorder=None, jit=None, native_heap=False, timeout=None):
     """Run @main of prog with string arguments; return the dynamic instruction count.
+
+    With a `timeout` (seconds), a run that takes longer ends in a BrilError
+    ("time limit exceeded"); `brili --trace` bounds its checking runs so.
 
     With `native_heap`, the heap lives in brilrt's region table, shared with
     native code (`bril.heap.NativeHeap`; statically typed programs only).
@@ -354,7 +371,7 @@ def run(prog, argv=(), *, out=None, base_dir=None, lib_dirs=(), filename=None,
             fn = compiled.ns[compiled.codes[main].pyname]
             call = lambda: fn(*values)       # noqa: E731
         try:
-            _call_in_big_thread(call)
+            _call_in_big_thread(call, timeout)
         except (KeyboardInterrupt, BrokenPipeError):
             raise                       # the command's business (exit quietly)
         except BaseException as e:
@@ -375,8 +392,8 @@ def run_recording(prog, argv, out, recorder):
     return run(prog, argv, out=out, recorder=recorder)
 
 
-def run_capture(prog, argv=()):
+def run_capture(prog, argv=(), timeout=None):
     """(stdout text, dynamic instruction count); raises BrilError."""
     buf = io.StringIO()
-    count = run(prog, argv, out=buf)
+    count = run(prog, argv, out=buf, timeout=timeout)
     return buf.getvalue(), count

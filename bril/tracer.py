@@ -13,7 +13,10 @@ The pipeline, like a tracing JIT's but ahead of the next run:
 2. splice the chains into a copy of the program (`splice`);
 3. verify on the training input: the traced program must print the same as
    the original and execute no more instructions than the program the traces
-   were spliced into; chains are dropped, the weakest first, until it does;
+   were spliced into; chains are dropped, the weakest first, until it does
+   (a checking run is stopped, and counts as failed, once it takes far longer
+   than the recording run did: a traced program can only loop forever
+   through a tracer bug, and that must not hang `brili --trace`);
 4. keep whichever verified program (original or `-O`, with or without traces,
    for both ways of selecting) executes the fewest instructions.
 
@@ -29,6 +32,7 @@ points in the original code are labels `H.trace.rN`, side-exit stubs
 
 import copy
 import io
+import time
 from dataclasses import dataclass, field
 
 from .cfg import CFG
@@ -37,6 +41,13 @@ from .trace_build import is_plain
 from .trace_emit import clone_site, loop_clone
 from .trace_record import Recorder
 from .trace_select import MARK, chain_instrs, choose_chain
+
+
+# A checking run is stopped after CHECK_TIME_SLACK + CHECK_TIME_FACTOR times
+# the recording run's seconds (generous: a machine under load must not drop
+# good traces).
+CHECK_TIME_SLACK = 10.0
+CHECK_TIME_FACTOR = 20.0
 
 
 def select(funcs, infos, recorder, first_exits=True):
@@ -127,15 +138,20 @@ def trace_program(prog, argv, *, hot=56, out=None, run=None, record=None, optimi
     the interpreter's).  Bril errors in the training run propagate."""
     from . import interp
     record = record or interp.run_recording
-    run = run or interp.run_capture
     buf = io.StringIO()
     rec = _recorder(prog, hot)
+    started = time.perf_counter()
     try:
         count = record(prog, argv, buf, rec)
     finally:
         if out is not None:
             out.write(buf.getvalue())
             out.flush()
+    if run is None:
+        # Checking runs execute no more instructions than the recording run,
+        # without its recording overhead: far beyond its time is a hang.
+        limit = CHECK_TIME_SLACK + CHECK_TIME_FACTOR * (time.perf_counter() - started)
+        run = lambda p, a: interp.run_capture(p, a, timeout=limit)  # noqa: E731
     original_out = buf.getvalue()
     visits = max((st.visits for st in rec.loops.values()), default=0)
     # Candidates: traces in the original, and (with `optimize`) traces in the

@@ -646,3 +646,23 @@ def test_loop_tail_runs_in_a_copy_of_the_loop():
     # (Sent to the copy at the phase change, the second phase would run
     # untraced: 0.78x the original instead of 0.51x.)
     assert result.traced_count < 0.6 * result.original_count
+
+
+def test_run_with_timeout_stops_a_program_that_loops_forever():
+    prog = parse_program("@main {\n.l:\n  jmp .l;\n}\n")
+    with pytest.raises(BrilError, match="time limit exceeded"):
+        interp.run_capture(prog, [], timeout=0.3)
+
+
+def test_traced_program_that_hangs_is_dropped_not_waited_for(monkeypatch):
+    # A tracer bug that spliced in an endless loop must cost the traces, not
+    # hang `brili --trace`: the checking run is stopped and the chain dropped.
+    import bril.tracer as tracer
+    hang = parse_program("@main(n: int) {\n.l:\n  jmp .l;\n}\n")
+    monkeypatch.setattr(tracer, "splice", lambda base, chains: hang)
+    monkeypatch.setattr(tracer, "CHECK_TIME_SLACK", 0.3)
+    prog = _loop_program()
+    result = trace_program(prog, ["5000"])
+    assert result.chains == [] and result.dropped
+    assert result.traced_output == "2500\n"
+    assert interp.run_capture(result.program, ["5000"])[0] == "2500\n"
