@@ -148,8 +148,9 @@ def trace_program(prog, argv, *, hot=56, out=None, run=None, record=None, optimi
             out.write(buf.getvalue())
             out.flush()
     if run is None:
-        # Checking runs execute no more instructions than the recording run,
-        # without its recording overhead: far beyond its time is a hang.
+        # A traced program that keeps its promise runs no more instructions
+        # than the recording run, without its recording overhead: far beyond
+        # that run's time is a hang.
         limit = CHECK_TIME_SLACK + CHECK_TIME_FACTOR * (time.perf_counter() - started)
         run = lambda p, a: interp.run_capture(p, a, timeout=limit)  # noqa: E731
     original_out = buf.getvalue()
