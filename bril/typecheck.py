@@ -164,14 +164,13 @@ class State:
         grows jumps to the next threshold (so loops converge)."""
         changed = False
         types = self.types
-        self_keys = None
+        added = []                      # variables other assigns and self does not
         for k, v in other.types.items():
             old = types.get(k)
             if old is v:
                 continue
             if old is None:
-                if self_keys is None:
-                    self_keys = set(types)
+                added.append(k)
                 types[k] = v
                 changed = True
             else:
@@ -183,7 +182,7 @@ class State:
             self.bound &= other.bound
             changed = True
         if self.ranges != other.ranges:
-            changed |= self._merge_ranges(other, widen, self_keys or ())
+            changed |= self._merge_ranges(other, widen, added)
         if self.facts and self.facts != other.facts:
             facts = {c: f for c, f in self.facts.items() if other.facts.get(c) == f}
             if len(facts) != len(self.facts):
