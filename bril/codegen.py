@@ -83,6 +83,10 @@ from . import typecheck as tc
 MAX_LOOP_DEPTH = 12
 # Deepest `if` nesting produced by inlining blocks (the tokenizer allows 100 levels).
 MAX_INLINE_INDENT = 40
+# Longest chain of blocks inlined one into the next (`emit_block` recurses once per
+# link): a longer chain, e.g. front-end output where every block ends in `jmp`, is
+# cut into dispatched pieces, so no program's shape can exhaust Python's stack.
+MAX_INLINE_CHAIN = 64
 # Calls to small loop-free functions are replaced by the callee's code: callees of
 # at most this many instructions and blocks, nested this deep, and at most this
 # many instructions inlined into one function.
@@ -608,6 +612,7 @@ class _Emitter:
         self.seth_lines = {}            # loop id -> ['_b = header' lines to drop if clean]
         self.chain_pos = -1             # layout id of the chain member being emitted
         self.cached_ptr = None          # pointer variable the _hd/_ho/_hr temps hold
+        self.inline_chain = 0           # blocks being emitted inside one another
 
     def _preds(self):
         preds = {}
@@ -827,7 +832,9 @@ class _Emitter:
             return False
         if blk.loop is not None and blk.loop.header == t:
             return False
-        return ind <= MAX_INLINE_INDENT or self.inline_result is not None
+        if self.inline_result is not None:
+            return True         # an inlined callee is small and tree-shaped
+        return ind <= MAX_INLINE_INDENT and self.inline_chain < MAX_INLINE_CHAIN
 
     def transfer_kind(self, t, ind, ctx):
         """How control reaches t: 'raise', 'inline', 'fall', 'continue' or 'break'."""
@@ -866,7 +873,9 @@ class _Emitter:
             return True
         tb = self.fc.blocks_by_index[t]
         if kind == "inline":
+            self.inline_chain += 1
             self.emit_block(tb, ind, region, pending, prefix)
+            self.inline_chain -= 1
             return True
         self.flush(pending, ind, prefix)
         if kind == "fall":

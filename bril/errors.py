@@ -42,8 +42,12 @@ def run_main(body):
         report(err)
         sys.exit(EXIT_ERROR)
     except RecursionError:
+        # The program's own recursion is reported where it runs (bril.interp:
+        # "recursion too deep (more than N nested calls)"); one reaching here is
+        # the tool's, and must not be blamed on the program.
         sys.stdout.flush()
-        print("error: program recursion too deep", file=sys.stderr)
+        print("error: internal error: the tool's own recursion went too deep "
+              "(please report this program)", file=sys.stderr)
         sys.exit(EXIT_ERROR)
     except UnicodeEncodeError as e:     # e.g. a lone surrogate in a JSON string
         print(f"error: text cannot be written as UTF-8 ({e.reason}: "
