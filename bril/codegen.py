@@ -71,10 +71,13 @@ their inferred kinds at entry; `loops` the natural loops (header, body).
 
 import math
 import os
-import re
 
 from .ops import OPS, INT_MIN, INT_MAX
-from .values import js_type_text, type_cmp
+from .blocks import BLOCK_ENDERS, Block, build_blocks  # noqa: F401 (used by other tiers)
+from .errors import BrilError
+from .pynames import Links, escape as _escape, function_name, shadow_name, var_name, variant_name
+from .pynames import bril_name_of, unescape  # noqa: F401 (other modules' imports)
+from .values import UNSET, const_value, js_type_text, type_cmp
 from . import heap as heapmod
 from . import typecheck as tc
 
@@ -95,8 +98,6 @@ INLINE_MAX_BLOCKS = 8
 INLINE_MAX_DEPTH = 2
 INLINE_BUDGET = 300
 
-BLOCK_ENDERS = ("jmp", "br", "ret", "guard")
-
 # Argument counts the reference checks before running an op ("add takes 2 argument(s); got 3").
 ARG_COUNTS = {name: (len(op.args) if op.args is not None else None)
               for name, op in OPS.items() if name != "const"}
@@ -109,154 +110,8 @@ _WRAP_PREFIX = "wrap64("
 _NOT_INLINED_OPS = {"speculate", "commit", "guard", "phi", "set", "get", "undef"}
 
 
-# --- names ------------------------------------------------------------------------------
-
-def _escape(name):
-    out = []
-    for c in name:
-        if c == "_":
-            out.append("__")
-        elif c.isascii() and c.isalnum():
-            out.append(c)
-        else:
-            out.append(f"_{ord(c):x}_")
-    return "".join(out)
-
-
-def unescape(text):
-    """Inverse of the escaping used in mangled names."""
-    out = []
-    i = 0
-    while i < len(text):
-        c = text[i]
-        if c != "_":
-            out.append(c)
-            i += 1
-        elif text[i + 1:i + 2] == "_":
-            out.append("_")
-            i += 2
-        else:
-            j = text.index("_", i + 1)
-            out.append(chr(int(text[i + 1:j], 16)))
-            i = j + 1
-    return "".join(out)
-
-
-def var_name(name):
-    return "v_" + _escape(name)
-
-
-def shadow_name(name):
-    return "s_" + _escape(name)
-
-
-_INLINED_VAR = re.compile(r"w\d+_")
-
-
-def bril_name_of(pyname):
-    """('var'|'shadow', Bril name) for a mangled local, or None."""
-    if pyname.startswith("v_"):
-        return "var", unescape(pyname[2:])
-    if pyname.startswith("s_"):
-        return "shadow", unescape(pyname[2:])
-    m = _INLINED_VAR.match(pyname)          # a variable of an inlined callee
-    if m:
-        return "var", unescape(pyname[m.end():])
-    return None
-
-
 def _key_pyname(key):
     return shadow_name(key[1]) if isinstance(key, tuple) else var_name(key)
-
-
-# --- basic blocks -------------------------------------------------------------------------
-
-class Block:
-    """A basic block.  `index` is its position in source order, `lid` its layout id."""
-
-    __slots__ = ("index", "lid", "label", "instrs", "first_index", "targets", "succs",
-                 "abort_succ", "falls_off", "size", "loop")
-
-    def __init__(self, index, label, first_index):
-        self.index = index
-        self.lid = None
-        self.label = label
-        self.instrs = []
-        self.first_index = first_index
-        self.targets = []       # per terminator label: block index or an error message
-        self.succs = []         # successor block indices (normal edges)
-        self.abort_succ = None  # guard's abort target block index
-        self.falls_off = False  # control can leave the function at the end
-        self.size = 0
-        self.loop = None        # innermost Loop containing the block
-
-    @property
-    def term(self):
-        if self.instrs and self.instrs[-1]["op"] in BLOCK_ENDERS:
-            return self.instrs[-1]
-        return None
-
-
-def _label_target(instr, i, label_index):
-    """The block index the i-th label of instr names, or an error message (reference order)."""
-    labels = instr.get("labels")
-    if not labels:
-        if labels is None:
-            return f"missing labels; expected at least {i + 1}"
-        return f"expecting {i + 1} labels; found {len(labels)}"
-    if len(labels) <= i:
-        return f"expecting {i + 1} labels; found {len(labels)}"
-    t = label_index.get(labels[i])
-    return t if t is not None else f"label {labels[i]} not found"
-
-
-def build_blocks(func):
-    instrs = func.get("instrs") or []
-    blocks = []
-    cur = None
-    for idx, ins in enumerate(instrs):
-        if not isinstance(ins, dict):
-            continue
-        has_op = "op" in ins
-        if "label" in ins:
-            cur = Block(len(blocks), ins["label"], idx)
-            blocks.append(cur)
-            if not has_op:
-                continue
-        if not has_op:
-            continue
-        if cur is None or (cur.instrs and cur.instrs[-1]["op"] in BLOCK_ENDERS):
-            cur = Block(len(blocks), None, idx)
-            blocks.append(cur)
-        cur.instrs.append(ins)
-    if not blocks:
-        blocks.append(Block(0, None, 0))
-    label_index = {}
-    for b in blocks:
-        if b.label is not None and b.label not in label_index:
-            label_index[b.label] = b.index
-        b.size = len(b.instrs)
-    for b in blocks:
-        nxt = b.index + 1 if b.index + 1 < len(blocks) else None
-        term = b.term
-        op = term["op"] if term else None
-        if op == "jmp":
-            b.targets = [_label_target(term, 0, label_index)]
-        elif op == "br":
-            b.targets = [_label_target(term, 0, label_index),
-                         _label_target(term, 1, label_index)]
-        elif op == "guard":
-            b.targets = [_label_target(term, 0, label_index)]
-            if isinstance(b.targets[0], int):
-                b.abort_succ = b.targets[0]
-        if op in ("jmp", "br"):
-            b.succs = [t for t in dict.fromkeys(b.targets) if isinstance(t, int)]
-        elif op != "ret":
-            if nxt is None:
-                b.falls_off = True
-            else:
-                b.succs = [nxt]
-    return blocks
 
 
 # --- loops and layout ---------------------------------------------------------------------
@@ -449,7 +304,7 @@ class FunctionCode:
         self.index = index
         self.func = func
         self.name = func.get("name", "")
-        self.pyname = f"F{index}_{_escape(self.name)[:40]}"
+        self.pyname = function_name(index, self.name)
         self.program = program          # the CompiledProgram this belongs to (for callees)
         self.blocks_by_index = build_blocks(func)
         self.params = [p.get("name") for p in (func.get("args") or [])]
@@ -572,11 +427,49 @@ class FunctionCode:
                     self._cfg_names[where[id(first)]] = name
         return self._cfg_names
 
+    def osr_source(self, header):
+        """`pyname__osr<lid>(_vars)`: the function entered at the loop header block
+        `header` (a block index, see `osr_headers`) with the variables of the dict
+        `_vars` (keys as in `entry_source`; `2`/`3`: the current/previous label id
+        for phi).  On-stack replacement: a running activation moves here from the
+        cold tier (`bril.cold`).  Generic typing (the inferred state at a header
+        holds for every state that reaches it); the loops around the header keep
+        their dispatch tests, everything else is compiled as in `source()`."""
+        return self._source(("osr", header))
+
+    def osr_name(self, header):
+        return variant_name(self.index, self.name, "osr", header)
+
+    @property
+    def osr_typed(self):
+        """True if an osr variant may assume what `source()` assumes of pointer
+        parameters: only when they are never reassigned, so that their values at
+        the header are the ones the function was called with (tested on entry)."""
+        if not self.assumed_regions:
+            return False
+        names = {p for p, _ in self.assumed_regions}
+        return not any(i.get("dest") in names for b in self.blocks_by_index for i in b.instrs)
+
+    @property
+    def osr_headers(self):
+        """Block indices where `osr_source` can enter: headers of laid-out loops."""
+        return {l.header for l in self.loops}
+
+    def defname(self, variant, osr=None):
+        """The Python name a variant's source defines."""
+        return variant_name(self.index, self.name, variant, osr)
+
     def _source(self, variant):
-        src = self._sources.get(variant)
-        if src is None:
-            src = self._sources[variant] = _Emitter(self, variant).emit()
-        return src
+        return self.source_and_links(*(variant if isinstance(variant, tuple) else (variant,)))[0]
+
+    def source_and_links(self, variant, osr=None):
+        """(source, Links) of a variant (`osr`: the header block of an osr variant)."""
+        key = (variant, osr)
+        found = self._sources.get(key)
+        if found is None:
+            emitter = _Emitter(self, variant, osr=osr)
+            found = self._sources[key] = (emitter.emit(), emitter.links)
+        return found
 
 
 class _Emitter:
@@ -588,15 +481,25 @@ class _Emitter:
     loop) they are constants."""
 
     def __init__(self, fc, variant, out=None, var_prefix="v_", inline_result=None,
-                 depth=0, sites=None, chain=None):
+                 depth=0, sites=None, chain=None, osr=None, links=None):
         self.fc = fc
         self.variant = variant
+        # osr: the header block entered; the loops around its own loop are entered by
+        # a range test and keep their header's dispatch test.
+        self.osr = osr
+        self.osr_outer = set()
+        if osr is not None:
+            loop = fc.blocks_by_index[osr].loop.parent
+            while loop is not None:
+                self.osr_outer.add(id(loop))
+                loop = loop.parent
         # The jit variant dispatches like the entry variant (every block can be
         # reached through `_b`, so native code may leave at any block).
         self.entry = variant in ("entry", "jitx")
         self.jit = variant in ("jit", "jitx")
         self.record = variant == "record"
-        self.types = fc.types if variant in ("normal", "jit") else fc.generic_types
+        self.types = fc.types if variant in ("normal", "jit") or (
+            variant == "osr" and fc.osr_typed) else fc.generic_types
         # (an inlined copy runs on whatever regions the caller passes: generic typing)
         self.out = out if out is not None else _Lines()
         self.var_prefix = var_prefix        # `w<site>_` for a callee inlined at a call site
@@ -613,6 +516,10 @@ class _Emitter:
         self.chain_pos = -1             # layout id of the chain member being emitted
         self.cached_ptr = None          # pointer variable the _hd/_ho/_hr temps hold
         self.inline_chain = 0           # blocks being emitted inside one another
+        # what the code needs bound (shared with the emitters of inlined callees)
+        self.links = links if links is not None else Links(fc.defname(variant, osr))
+        if fc.has_phi and links is None:
+            self.links.label_ids = fc.label_ids
 
     def _preds(self):
         preds = {}
@@ -643,25 +550,22 @@ class _Emitter:
             params.append(n if n not in seen else f"_dup{len(params)}")
             seen.add(n)
         params.reverse()
+        name = self.links.defname
         if self.variant == "entry":
-            o.add(0, f"def {fc.pyname}__entry(_b, _vars):")
+            o.add(0, f"def {name}(_b, _vars):")
         elif self.variant == "jitx":
-            o.add(0, f"def {fc.pyname}__jitx(_b, _r):")
-        elif self.jit:
-            o.add(0, f"def {fc.pyname}__jit({', '.join(params)}):")
-        elif self.record:
-            o.add(0, f"def {fc.pyname}__record({', '.join(params)}):")
-        elif self.variant == "generic":
-            o.add(0, f"def {fc.pyname}__generic({', '.join(params)}):")
+            o.add(0, f"def {name}(_b, _r):")
+        elif self.variant == "osr":
+            o.add(0, f"def {name}(_vars):")
         else:
-            o.add(0, f"def {fc.pyname}({', '.join(params)}):")
+            o.add(0, f"def {name}({', '.join(params)}):")
         o.add(1, "global _N")
         if self.record:
             o.add(1, f"_RE({fc.name!r})")
         if self.variant in ("normal", "jit") and fc.assumed_regions:
             test = " or ".join(heapmod.region_kind_mismatch(var_name(p), k)
                                for p, k in fc.assumed_regions)
-            o.add(1, f"if {test}: return {fc.program.generic_name(fc.index)}"
+            o.add(1, f"if {test}: return {self.links.variant(fc.index, 'generic')}"
                      f"({', '.join(params)})")
         if self.variant == "jit":
             # Calls are counted too: a hot function may run as native code whole.
@@ -673,27 +577,40 @@ class _Emitter:
         if self.has_spec:
             o.add(1, "_spec = []")
         if fc.has_phi:
-            o.add(1, "_lb = _pl = None")
+            if self.variant == "osr":
+                o.add(1, "_lb = _vars.get(2); _pl = _vars.get(3)")
+            else:
+                o.add(1, "_lb = _pl = None")
         if self.variant == "jitx":
             self.emit_jit_resume(1)
-        if self.variant == "entry":
+        if self.variant in ("entry", "osr"):
             for v in fc.variables:
                 o.add(1, f"if {v!r} in _vars: {var_name(v)} = _vars[{v!r}]")
             for k in sorted(self.types.spec_vars, key=str):
                 if isinstance(k, tuple):
                     o.add(1, f"if {('shadow', k[1])!r} in _vars: "
                              f"{shadow_name(k[1])} = _vars[{('shadow', k[1])!r}]")
+        if self.variant == "osr" and self.types is fc.types and fc.assumed_regions:
+            # The assumption about pointer parameters, on the values they were called
+            # with (never reassigned); else the entry variant, which assumes nothing.
+            test = " or ".join(f"({p!r} in _vars and "
+                               f"{heapmod.region_kind_mismatch(var_name(p), k)})"
+                               for p, k in fc.assumed_regions)
+            o.add(1, f"if {test}: return {self.links.variant(fc.index, 'entry')}"
+                     f"({fc.blocks_by_index[self.osr].lid}, _vars)")
         root = fc.root
         items = list(root.items)
         entry_block = fc.blocks_by_index[0]
         if not self.entry and items and items[0] is entry_block \
-                and not self.preds.get(0):
+                and not self.preds.get(0) and self.osr is None:
             # The entry block runs once: before the dispatch loop, counting statically.
             self.emit_block(entry_block, 1, root, 0, prefix=True)
             items = items[1:]
         else:
             o.add(1, "_n = 0")
-            if self.variant not in ("entry", "jitx"):
+            if self.osr is not None:
+                o.add(1, f"_b = {fc.blocks_by_index[self.osr].lid}")
+            elif self.variant not in ("entry", "jitx"):
                 o.add(1, "_b = 0")
         if items:
             o.add(1, "while True:")
@@ -717,7 +634,8 @@ class _Emitter:
 
     def emit_loop(self, loop, ind):
         o = self.out
-        if self.entry:
+        around_osr = id(loop) in self.osr_outer
+        if self.entry or around_osr:
             o.add(ind, f"if {loop.lo} <= _b <= {loop.hi}:")
         else:
             o.add(ind, f"if _b == {self.fc.blocks_by_index[loop.header].lid}:")
@@ -743,7 +661,7 @@ class _Emitter:
         # Falling off the end of the loop body: leave the loop unless the target is
         # inside it (then go round to find it).
         o.add(ind + 2, f"if _b < {loop.lo} or _b > {loop.hi}: break")
-        if not self.entry and id(loop) not in self.dirty:
+        if not self.entry and id(loop) not in self.dirty and not around_osr:
             # Every arrival at the top is for the header: drop its dispatch test.
             guard[1] = None
             for entry in o.lines[hstart:hend]:
@@ -1128,35 +1046,19 @@ class _Emitter:
     def emit_const(self, instr, ind):
         o = self.out
         d = self.dest(instr)
-        v = instr.get("value")
-        if isinstance(v, bool):
-            lit = repr(v)
-        elif isinstance(v, (int, float)):
-            if instr.get("type") == "float":
-                try:
-                    lit = _float_literal(float(v))
-                except OverflowError:
-                    lit = _float_literal(math.inf if v > 0 else -math.inf)
-            else:
-                if isinstance(v, float) and (v != v or v in (math.inf, -math.inf)):
-                    o.add(ind, f"raise _E({f'cannot convert {v} to an int'!r})")
-                    return
-                n = math.floor(v)
-                n = ((n - INT_MIN) & ((1 << 64) - 1)) + INT_MIN
-                lit = repr(n)
-        elif isinstance(v, str):
-            if len(v) != 1:
-                o.add(ind, "raise _E('char must have one character')")
-                return
-            lit = repr(v)
-        else:
+        try:
+            v = const_value(instr)
+        except BrilError as e:
+            o.add(ind, f"raise _E({e.message!r})")
+            return
+        if v is UNSET:
             # No value: the reference stores `undefined`, i.e. the variable becomes unset.
             o.add(ind, "try:")
             o.add(ind + 1, f"del {d}")
             o.add(ind, "except NameError:")
             o.add(ind + 1, "pass")
             return
-        o.add(ind, f"{d} = {lit}")
+        o.add(ind, f"{d} = {_float_literal(v) if type(v) is float else repr(v)}")
 
     def op_nop(self, instr, ind):
         pass
@@ -1188,6 +1090,7 @@ class _Emitter:
         if isinstance(callee, str):
             o.add(ind, f"raise _E({callee!r})")
             return
+        self.links.callees.add(callee.index)
         cfunc = callee.func
         params = cfunc.get("args") or []
         args = instr.get("args") or []
@@ -1268,7 +1171,7 @@ class _Emitter:
             o.add(ind, f"{prefix}{_escape(p)} = {e}")
         sub = _Emitter(callee, "inline", out=o, var_prefix=prefix, inline_result=result,
                        depth=self.depth + 1, sites=self.sites,
-                       chain=self.chain + (callee.index,))
+                       chain=self.chain + (callee.index,), links=self.links)
         sub.tmp = self.tmp + 1000 * site
         sub.emit_block(callee.blocks_by_index[0], ind, callee.root, 0, prefix=True)
         self.cached_ptr = None
@@ -1282,7 +1185,7 @@ class _Emitter:
             o.add(ind, n)
             o.add(ind, f"raise _E({'cannot allocate non-pointer type ' + js_type_text(typ)!r})")
             return
-        const = self.fc.program.constant(typ["ptr"])
+        const = self.links.constant(typ["ptr"])
         o.add(ind, f"{self.dest(instr)} = _alloc({n}, {const})")
 
     def unpacked_ptr(self, instr, ind):
@@ -1393,7 +1296,7 @@ class _Emitter:
             lid = ids.setdefault(lab, len(ids))
             o.add(ind, f"{'if' if first else 'elif'} _pl == {lid}: {d} = {self.v(a)}")
             first = False
-        tail = f"_phi_error(_pl, {self.fc.program.constant(ids)})"
+        tail = f"_phi_error(_pl, {self.links.constant(ids)})"
         if first:
             o.add(ind, tail)
         else:
@@ -1413,4 +1316,4 @@ def _nonvoid_msg(ftype):
 
 
 def dump_requested():
-    return os.environ.get("BRIL_DUMP_PY")
+    return os.environ.get("BRIL_DUMP_PY")      # (bril.interp reads it too)

@@ -35,20 +35,21 @@ functions' recording variants, which report entries, blocks and returns to R
 """
 
 import io
-import re
 import sys
-import threading
 
 from .errors import BrilError
-from . import codegen
 from . import heap as heapmod
 from .linker import link
+from .pynames import function_name, variant_name
 from .ops import HELPERS as OP_HELPERS
 from .values import UNDEF, MISSING, format_float, format_value, kind_of, parse_main_args
 
 # Nested Bril calls allowed before "recursion too deep" (the reference, on a 1 MB
 # JavaScript stack, stops far earlier).
 MAX_CALL_DEPTH = 200_000
+# Python frames allowed beyond that for activations in the cold tier (three frames a
+# call; a function is promoted after a few hundred calls at most).
+COLD_FRAMES = 30_000
 THREAD_STACK = 512 * 1024 * 1024
 
 
@@ -131,7 +132,7 @@ class CompiledProgram:
         self.ns["_alloc"] = self.heap.alloc
         self.ns["_free"] = self.heap.free
         self.codes = {}             # global function index -> FunctionCode
-        self._consts = {}
+        self.cache = None           # a bril.codecache.CodeCache for generated code
         if native_heap:
             from .native import runtime_library
             self.use_native_heap(runtime_library())
@@ -154,42 +155,126 @@ class CompiledProgram:
 
     # used by the code generator
     def resolve_call(self, caller_index, name):
+        """The FunctionCode a call names, or the reference's error text."""
         r = self.linked.resolve_call(caller_index, name)
-        return r if isinstance(r, str) else self.codes[r]
+        return r if isinstance(r, str) else self.function_code(r)
 
-    def constant(self, obj):
-        """A global name bound to obj in the generated code's namespace."""
-        key = id(obj)
-        name = self._consts.get(key)
-        if name is None:
-            name = f"_K{len(self._consts)}"
-            self._consts[key] = name
-            self.ns[name] = obj
-        return name
+    @property
+    def cold(self):
+        engine = self.__dict__.get("_cold")
+        if engine is None:
+            from .cold import ColdEngine
+            engine = self._cold = ColdEngine(self)
+        return engine
 
-    def generic_name(self, index):
-        """Global name of the generic variant of a function (compiled on first call)."""
-        name = f"_G{index}"
-        if name not in self.ns:
-            def compile_generic(*args):
-                fc = self.codes[index]
-                src = fc.generic_source()
+    # --- loading generated code ----------------------------------------------------
+
+    def load(self, index, variant, osr=None):
+        """The Python function of a variant (see `load_with_links`)."""
+        return self.load_with_links(index, variant, osr)[0]
+
+    def load_with_links(self, index, variant, osr=None):
+        """(function, Links): the Python function of one variant of function `index` (`osr`: the block
+        an osr variant is entered at), generated -- or taken from the code cache,
+        without analysing the function -- and defined in the namespace with what it
+        needs bound; None for an osr variant at a block that is no loop header."""
+        key = self._cache_key(index, variant, osr)
+        found = self._from_cache(key)
+        if found is None:
+            fc = self.function_code(index)
+            if variant == "osr" and osr not in fc.osr_headers:
+                found = (None, None)
+            else:
+                src, links = fc.source_and_links(variant, osr)
                 self._dump_more(src)
-                exec(compile(src, f"<bril @{fc.name} generic>", "exec"), self.ns)
-                fn = self.ns[name] = self.ns[f"{fc.pyname}__generic"]
-                return fn(*args)
-            self.ns[name] = compile_generic
-        return name
+                found = (compile(src, f"<bril @{fc.name} {variant}>", "exec"), links)
+            self._to_cache(key, found)
+        code, links = found
+        if code is None:
+            return None, None
+        self._bind(links)
+        exec(code, self.ns)
+        return self.ns[links.defname], links
+
+    def _bind(self, links):
+        ns = self.ns
+        ns.update(links.constants)
+        for i in links.callees:
+            name = function_name(i, self.linked.functions[i].get("name", ""))
+            if name not in ns:
+                ns[name] = self.cold.stub(i)
+        for name, i, variant in links.variants:
+            if name not in ns:
+                ns[name] = self._lazy_variant(name, i, variant)
+
+    def _lazy_variant(self, name, index, variant):
+        """A stand-in that loads a variant on its first call (then binds it)."""
+        def first_call(*args):
+            fn = self.ns[name] = self.load(index, variant)
+            return fn(*args)
+        return first_call
+
+    def _cache_key(self, index, variant, osr):
+        if self.cache is None or variant not in _CACHED_VARIANTS or _dump_requested():
+            return None
+        from .codekeys import function_key
+        return function_key(self.linked, index, variant, osr, self.native_heap)
+
+    def _from_cache(self, key):
+        if key is None:
+            return None
+        data = self.cache.get("py", key)
+        if data is None:
+            return None
+        import marshal
+        try:
+            code, links = marshal.loads(data)
+        except Exception:
+            return None
+        return code, _links_from_data(links)
+
+    def _to_cache(self, key, found):
+        if key is None:
+            return
+        import marshal
+        code, links = found
+        try:
+            data = marshal.dumps((code, links.as_data() if links is not None else None))
+        except ValueError:
+            return              # an object marshal cannot store: no entry
+        self.cache.put("py", key, data)
+
+    def promote(self, cf):
+        """The normal variant of the function the cold tier's cf runs (later calls
+        run it)."""
+        fast = cf.fast = self.load(cf.index, "normal")
+        return fast
+
+    def osr_entry(self, cf, block):
+        """A callable(env) that goes on running cf's activation in generated code at
+        block `block` (a loop header) with the cold tier's variables; None if the
+        generated code cannot be entered there."""
+        entries = cf.osr_headers
+        if entries is None:
+            entries = cf.osr_headers = {}
+        if block in entries:
+            return entries[block]
+        entry, links = self.load_with_links(cf.index, "osr", block)
+        if entry is not None and links.label_ids is not None:
+            entry = _phi_labels_to_ids(entry, links.label_ids)
+        entries[block] = entry
+        return entry
 
     def _dump_more(self, src):
-        dump = codegen.dump_requested()
+        dump = _dump_requested()
         if dump:
             _dump(src, dump)
 
     def function_code(self, index):
         fc = self.codes.get(index)
         if fc is None:
-            fc = self.codes[index] = codegen.FunctionCode(index, self.linked.functions[index], self)
+            from .codegen import FunctionCode     # (not needed by runs that stay cold)
+            fc = self.codes[index] = FunctionCode(index, self.linked.functions[index], self)
         return fc
 
     def jit_header_id(self, index, header):
@@ -217,29 +302,48 @@ class CompiledProgram:
                         if isinstance(r, int) and r not in seen:
                             seen.add(r)
                             todo.append(r)
-        dump = codegen.dump_requested()
-        sources = []
         for index in sorted(self.codes):
             fc = self.codes[index]
-            use_jit = jit
-            src = fc.record_source() if record else fc.jit_source() if use_jit else fc.source()
-            sources.append(src)
-            code = compile(src, f"<bril @{fc.name}>", "exec")
-            exec(code, self.ns)
-            if use_jit:
+            if record:
+                self.load(index, "record")
+            elif jit:
+                self.load(index, "jit")
+                self.load(index, "jitx")
                 self.ns[fc.pyname] = self.ns[fc.pyname + "__jit"]
-        if dump:
-            _dump("\n".join(sources), dump)
+            else:
+                self.load(index, "normal")
 
     def entry_function(self, index):
         """The `__entry(_b, _vars)` variant of a function (compiled on demand)."""
-        fc = self.codes[index]
-        name = f"{fc.pyname}__entry"
-        if name not in self.ns:
-            src = fc.entry_source()
-            self._dump_more(src)
-            exec(compile(src, f"<bril @{fc.name} entry>", "exec"), self.ns)
-        return self.ns[name]
+        name = variant_name(index, self.linked.functions[index].get("name", ""), "entry")
+        fn = self.ns.get(name)
+        return fn if fn is not None else self.load(index, "entry")
+
+
+# Variants kept in the code cache (the others carry hooks numbered per run).
+_CACHED_VARIANTS = ("normal", "generic", "osr", "entry")
+
+
+def _links_from_data(data):
+    if data is None:
+        return None
+    from .pynames import Links
+    return Links.from_data(data)
+
+
+def _phi_labels_to_ids(entry, label_ids):
+    """The cold tier keeps phi's current and previous labels by name; generated code
+    by number."""
+    def enter(env):
+        env[2] = label_ids.get(env.get(2))
+        env[3] = label_ids.get(env.get(3))
+        return entry(env)
+    return enter
+
+
+def _dump_requested():
+    import os
+    return os.environ.get("BRIL_DUMP_PY")
 
 
 def _dump(text, where):
@@ -264,21 +368,24 @@ def compile_program(prog, *, out=None, base_dir=None, lib_dirs=(), filename=None
 
 # --- running ---------------------------------------------------------------------------
 
-_NAME_RE = re.compile(r"'([^']+)'")
-
 
 def _translate(exc):
     """A BrilError for an exception escaping generated code."""
     if isinstance(exc, BrilError):
         return exc
     if isinstance(exc, NameError):      # includes UnboundLocalError
-        m = _NAME_RE.search(str(exc))
-        who = codegen.bril_name_of(m.group(1)) if m else None
+        import re
+        m = re.search(r"'([^']+)'", str(exc))
+        from .codegen import bril_name_of
+        who = bril_name_of(m.group(1)) if m else None
         if who is not None:
             kind, name = who
             if kind == "var":
                 return BrilError(f"undefined variable {name}")
             return BrilError(f"get without corresponding set for {name}")
+    if isinstance(exc, KeyError) and exc.args and isinstance(exc.args[0], str):
+        # The cold tier keeps variables in a dict: a read of an unset one.
+        return BrilError(f"undefined variable {exc.args[0]}")
     if isinstance(exc, ZeroDivisionError):
         # `div` on operands known to be non-negative compiles to a bare `//`
         # (ops.py's py_nonneg template), which lets Python catch the zero.
@@ -302,41 +409,75 @@ def _call_in_big_thread(fn, timeout=None):
     """Run fn() in a thread with a large C stack and a high recursion limit.
 
     With a `timeout` (seconds), a run still going after it is stopped by
-    raising TimeLimit inside its thread (delivered at the next bytecode)."""
+    raising TimeLimit inside its thread (delivered at the next bytecode).
+    (`_thread` rather than `threading`, which costs 4 ms of every start.)"""
+    import _thread
     result = {}
+    done = _thread.allocate_lock()
+    done.acquire()
 
     def target():
         try:
             result["value"] = fn()
         except BaseException as e:          # re-raised in the caller's thread
             result["error"] = e
+        finally:
+            done.release()
 
     old_limit = sys.getrecursionlimit()
-    old_stack = threading.stack_size()
+    old_stack = _thread.stack_size()
     try:
-        sys.setrecursionlimit(MAX_CALL_DEPTH + 200)
-        threading.stack_size(THREAD_STACK)
-        # A daemon thread, so that Ctrl-C (delivered to the main thread) ends
-        # the process even if the program loops forever.
-        t = threading.Thread(target=target, name="bril-main", daemon=True)
-        t.start()
-        t.join(timeout)
-        if t.is_alive():
+        sys.setrecursionlimit(MAX_CALL_DEPTH + COLD_FRAMES + 200)
+        _thread.stack_size(THREAD_STACK)
+        # Like a daemon thread: Ctrl-C (delivered to the main thread, whose wait
+        # below it interrupts) ends the process even if the program loops forever.
+        ident = _thread.start_new_thread(target, ())
+        if not done.acquire(timeout=-1 if timeout is None else timeout):
             import ctypes
-            ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(t.ident),
+            ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(ident),
                                                        ctypes.py_object(TimeLimit))
-            t.join()
+            done.acquire()
     finally:
-        threading.stack_size(old_stack)
+        _thread.stack_size(old_stack)
         sys.setrecursionlimit(old_limit)
     if "error" in result:
         raise result["error"]
     return result.get("value")
 
 
+TIERS = ("auto", "cold", "fast")
+
+
+def _fast_call(compiled, main, mfunc, values, record):
+    """The call that runs @main in generated code."""
+    if record and not any(v is MISSING for v in values):
+        fn = compiled.ns[compiled.codes[main].pyname + "__record"]
+        return lambda: fn(*values)
+    if any(v is MISSING for v in values):
+        # Parameters of types the reference does not parse stay unset.
+        entry = compiled.entry_function(main)
+        names = [p["name"] for p in mfunc.get("args") or []]
+        state = {n: v for n, v in zip(names, values) if v is not MISSING}
+        return lambda: entry(0, state)
+    fn = compiled.ns[compiled.codes[main].pyname]
+    return lambda: fn(*values)
+
+
 def run(prog, argv=(), *, out=None, base_dir=None, lib_dirs=(), filename=None,
-        recorder=None, jit=None, native_heap=False, timeout=None):
+        recorder=None, jit=None, native_heap=False, timeout=None, tier="auto",
+        promote_after=None, cache=None):
     """Run @main of prog with string arguments; return the dynamic instruction count.
+
+    `tier` chooses how functions run: "auto" (the default) starts every function
+    in the cold tier (`bril.cold`: nothing prepared that does not run) and moves
+    hot functions to generated Python, also in the middle of a loop; "cold"
+    never leaves the cold tier; "fast" generates Python for every function
+    reachable from @main before the first instruction.  Recording (`recorder`)
+    and the JIT (`jit`) run in "fast".  `promote_after` (tests): promote a
+    function once it ran that many instructions in the cold tier, whatever its
+    size (0: at its first backward jump or second call).  `cache`: a
+    `bril.codecache.CodeCache` where generated code is looked up before it is
+    generated, and stored (`brili` uses one; by default none).
 
     With a `timeout` (seconds), a run that takes longer ends in a BrilError
     ("time limit exceeded"); `brili --trace` bounds its checking runs so.
@@ -350,6 +491,7 @@ def run(prog, argv=(), *, out=None, base_dir=None, lib_dirs=(), filename=None,
     out = out if out is not None else sys.stdout
     compiled, main = compile_program(prog, out=out, base_dir=base_dir, lib_dirs=lib_dirs,
                                      filename=filename, native_heap=native_heap)
+    compiled.cache = cache
     mfunc = compiled.linked.functions[main]
     values = parse_main_args(mfunc.get("args") or [], list(argv))
     try:
@@ -357,19 +499,20 @@ def run(prog, argv=(), *, out=None, base_dir=None, lib_dirs=(), filename=None,
             compiled.ns.update(_RE=recorder.enter, _RB=recorder.block, _RL=recorder.leave)
         if jit is not None:
             jit = jit.attach(compiled)      # None if the program is beyond native code
-        compiled.prepare(main, record=recorder is not None, jit=jit is not None)
-        if recorder is not None and not any(v is MISSING for v in values):
-            fn = compiled.ns[compiled.codes[main].pyname + "__record"]
-            call = lambda: fn(*values)       # noqa: E731
-        elif any(v is MISSING for v in values):
-            # Parameters of types the reference does not parse stay unset.
-            entry = compiled.entry_function(main)
+        if recorder is not None or jit is not None:
+            tier = "fast"
+        if tier not in TIERS:
+            raise ValueError(f"tier must be one of {TIERS}")
+        if tier != "fast":
+            cold = compiled.cold
+            cold.promote_enabled = tier == "auto"
+            cold.budget = promote_after
             names = [p["name"] for p in mfunc.get("args") or []]
             state = {n: v for n, v in zip(names, values) if v is not MISSING}
-            call = lambda: entry(0, state)   # noqa: E731
+            call = lambda: cold.activate(cold.function(main), state)   # noqa: E731
         else:
-            fn = compiled.ns[compiled.codes[main].pyname]
-            call = lambda: fn(*values)       # noqa: E731
+            compiled.prepare(main, record=recorder is not None, jit=jit is not None)
+            call = _fast_call(compiled, main, mfunc, values, recorder is not None)
         try:
             _call_in_big_thread(call, timeout)
         except (KeyboardInterrupt, BrokenPipeError):
@@ -380,7 +523,8 @@ def run(prog, argv=(), *, out=None, base_dir=None, lib_dirs=(), filename=None,
             jit.finish()
         if compiled.heap.leaked():
             raise BrilError("Some memory locations have not been freed by end of execution.")
-        return compiled.ns["_N"]
+        cold = compiled.__dict__.get("_cold")
+        return compiled.ns["_N"] + (cold.count if cold is not None else 0)
     finally:
         flush = getattr(out, "flush", None)
         if flush is not None:
@@ -392,8 +536,8 @@ def run_recording(prog, argv, out, recorder):
     return run(prog, argv, out=out, recorder=recorder)
 
 
-def run_capture(prog, argv=(), timeout=None):
+def run_capture(prog, argv=(), timeout=None, **options):
     """(stdout text, dynamic instruction count); raises BrilError."""
     buf = io.StringIO()
-    count = run(prog, argv, out=buf, timeout=timeout)
+    count = run(prog, argv, out=buf, timeout=timeout, **options)
     return buf.getvalue(), count

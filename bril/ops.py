@@ -14,9 +14,7 @@ Types in signatures: 'int', 'bool', 'float', 'char', 'ptr' (any pointer),
 'T' (the same type as the result / other 'T' operands), 'any' (anything).
 """
 
-from dataclasses import dataclass
 import math
-import struct
 
 from .errors import BrilError
 
@@ -67,10 +65,12 @@ def char2int(c):
 
 
 def bits2float(i):
+    import struct       # (rare: not worth its start-up cost on every run)
     return struct.unpack("<d", struct.pack("<q", i))[0]
 
 
 def float2bits(f):
+    import struct
     return struct.unpack("<q", struct.pack("<d", f))[0]
 
 
@@ -87,27 +87,36 @@ HELPERS = {
 
 # --- The table -----------------------------------------------------------------------
 
-@dataclass(frozen=True)
 class Op:
-    name: str
-    ext: str                  # extension: core, float, mem, char, ssa, ssa2, spec, bitcast
-    kind: str                 # 'value', 'effect', 'control' (changes control flow) or 'const'
-    args: tuple | None        # operand types; None: variadic / checked specially
-    result: str | None        # result type ('T': same as operand 'T'); None: no result
-    labels: int = 0           # number of labels; -1: any number (phi)
-    funcs: int = 0            # number of function names
-    py: str | None = None     # Python expression template over {0}, {1}, ...
-    pure: bool = False        # no effect at all: removable when the result is dead
-    may_trap: bool = False    # evaluating can raise a Bril run-time error
-    commutative: bool = False
-    optional_result: bool = False  # call: result present or not
-    # A cheaper template, valid when operand 0 is >= 0 and every other operand >= 1
-    # (engines use it when they can prove or cheaply test that).
-    py_nonneg: str | None = None
+    """One op's row of the table (a plain class: `dataclasses` costs start-up time)."""
+
+    __slots__ = ("name", "ext", "kind", "args", "result", "labels", "funcs", "py", "pure",
+                 "may_trap", "commutative", "optional_result", "py_nonneg")
+
+    def __init__(self, name, ext, kind, args, result, labels=0, funcs=0, py=None, pure=False,
+                 may_trap=False, commutative=False, optional_result=False, py_nonneg=None):
+        self.name = name
+        self.ext = ext                # extension: core, float, mem, char, ssa, ssa2, spec, bitcast
+        self.kind = kind              # 'value', 'effect', 'control' (changes control flow) or 'const'
+        self.args = args              # operand types; None: variadic / checked specially
+        self.result = result          # result type ('T': same as operand 'T'); None: no result
+        self.labels = labels          # number of labels; -1: any number (phi)
+        self.funcs = funcs            # number of function names
+        self.py = py                  # Python expression template over {0}, {1}, ...
+        self.pure = pure              # no effect at all: removable when the result is dead
+        self.may_trap = may_trap      # evaluating can raise a Bril run-time error
+        self.commutative = commutative
+        self.optional_result = optional_result  # call: result present or not
+        # A cheaper template, valid when operand 0 is >= 0 and every other operand >= 1
+        # (engines use it when they can prove or cheaply test that).
+        self.py_nonneg = py_nonneg
 
     @property
     def is_value(self):
         return self.result is not None
+
+    def __repr__(self):
+        return f"Op({self.name!r})"
 
 
 def _arith(name, ext, typ, tmpl, res=None, **kw):

@@ -6,10 +6,40 @@ traceback deep inside a pass.  Extra fields are kept: Bril tools ignore
 fields they do not know, and ours carry them through.
 """
 
-import json
-
 from .errors import BrilError
 from .ops import OPS
+
+
+class _DecodeOptions:
+    """What `json.loads` would pass to the C scanner, spelled out: importing
+    `json.decoder` compiles regular expressions (importing `re`, `enum`...), about
+    6 ms of every start."""
+    strict = True
+    object_hook = None
+    object_pairs_hook = None
+    parse_float = float
+    parse_int = int
+    parse_constant = {"-Infinity": float("-inf"), "Infinity": float("inf"),
+                      "NaN": float("nan")}.__getitem__
+    memo = None
+
+
+_JSON_SPACE = " \t\n\r"
+
+
+def parse_json(text):
+    """json.loads(text) for a str, through the C scanner when it is there; any
+    problem is left to `json.loads` itself, which raises its usual error."""
+    try:
+        from _json import make_scanner
+        start = len(text) - len(text.lstrip(_JSON_SPACE))
+        value, end = make_scanner(_DecodeOptions)(text, start)
+        if not text[end:].strip(_JSON_SPACE):
+            return value
+    except Exception:
+        pass
+    import json
+    return json.loads(text)
 
 
 def _where(func, index):
@@ -24,6 +54,7 @@ def _check_type(t, ctx):
         if isinstance(k, str):
             _check_type(v, ctx)
             return
+    import json
     raise BrilError(f"{ctx}: malformed type {json.dumps(t)}")
 
 
@@ -106,11 +137,11 @@ def load_program(text):
     if not text.strip():
         raise BrilError("empty input: expected a Bril JSON program")
     try:
-        prog = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise BrilError(f"{e.lineno}:{e.colno}: invalid JSON: {e.msg}")
+        prog = parse_json(text)
     except RecursionError:
         raise BrilError("invalid JSON: nested too deeply")
-    except ValueError as e:         # e.g. an integer literal with thousands of digits
-        raise BrilError(f"invalid JSON: {e}")
+    except ValueError as e:
+        if hasattr(e, "lineno"):           # json.JSONDecodeError
+            raise BrilError(f"{e.lineno}:{e.colno}: invalid JSON: {e.msg}")
+        raise BrilError(f"invalid JSON: {e}")   # e.g. an integer with thousands of digits
     return check_program(prog)

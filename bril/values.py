@@ -15,7 +15,6 @@ from zero; pointers print as JavaScript prints an object.
 """
 
 import math
-import re
 
 from .errors import BrilError
 
@@ -87,6 +86,36 @@ def format_float(x):
     return "%.17f" % x
 
 
+INT_MIN = -(1 << 63)
+INT_MAX = (1 << 63) - 1
+
+UNSET = object()        # a `const` without a value: the variable becomes unset (as in the reference)
+
+
+def const_value(instr):
+    """The value a `const` instruction assigns (UNSET: none, the variable becomes
+    unset); raises BrilError with the reference's message for a value it refuses
+    (every tier raises it when, and only if, the instruction runs)."""
+    v = instr.get("value")
+    if isinstance(v, bool):
+        return v
+    if isinstance(v, (int, float)):
+        if instr.get("type") == "float":
+            try:
+                return float(v)
+            except OverflowError:
+                return math.inf if v > 0 else -math.inf
+        if isinstance(v, float) and (v != v or v in (math.inf, -math.inf)):
+            raise BrilError(f"cannot convert {v} to an int")
+        n = math.floor(v)
+        return ((n - INT_MIN) & ((1 << 64) - 1)) + INT_MIN
+    if isinstance(v, str):
+        if len(v) != 1:
+            raise BrilError("char must have one character")
+        return v
+    return UNSET
+
+
 def js_type_text(typ):
     """A Bril type as JavaScript's template strings show it (objects as [object Object])."""
     if isinstance(typ, str):
@@ -150,10 +179,38 @@ def type_cmp(lhs, rhs):
 _JS_SPACE = "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006" \
             "\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
 _DECIMAL = r"(?:Infinity|(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)"
-_NUMBER_RE = re.compile(r"[+-]?" + _DECIMAL + r"\Z")
-_PREFIX_RE = re.compile(r"[+-]?" + _DECIMAL)
-_RADIX_RE = re.compile(r"0(?:[xX]([0-9a-fA-F]+)|[oO]([0-7]+)|[bB]([01]+))\Z")
-_INT_RE = re.compile(r"[+-]?[0-9]+\Z")
+_PATTERNS = None
+
+
+def _patterns():
+    """(number, prefix, radix) regular expressions, compiled on first use: `re` costs
+    start-up time, and plain decimal arguments never need it."""
+    global _PATTERNS
+    if _PATTERNS is None:
+        import re
+        _PATTERNS = (re.compile(r"[+-]?" + _DECIMAL + r"\Z"), re.compile(r"[+-]?" + _DECIMAL),
+                     re.compile(r"0(?:[xX]([0-9a-fA-F]+)|[oO]([0-7]+)|[bB]([01]+))\Z"))
+    return _PATTERNS
+
+
+_FLOAT_CHARS = frozenset("0123456789.eE+-")
+
+
+def _plain_decimal(t):
+    """float(t) if t is a plain decimal literal (on which Python and JavaScript agree),
+    else None."""
+    if t and _FLOAT_CHARS.issuperset(t):
+        try:
+            return float(t)
+        except ValueError:
+            return None
+    return None
+
+
+def _decimal_int(t):
+    """True if t is [+-]?[0-9]+ (ASCII digits)."""
+    body = t[1:] if t[:1] in ("+", "-") else t
+    return body.isascii() and body.isdigit()
 
 
 def _decimal_value(s):
@@ -169,11 +226,15 @@ def js_number(s):
     t = s.strip(_JS_SPACE)
     if t == "":
         return 0.0
-    m = _RADIX_RE.match(t)
+    x = _plain_decimal(t)
+    if x is not None:
+        return x
+    number, _, radix = _patterns()
+    m = radix.match(t)
     if m:
         digits, base = next((g, b) for g, b in zip(m.groups(), (16, 8, 2)) if g)
         return int(digits, base)
-    if _NUMBER_RE.match(t):
+    if number.match(t):
         return _decimal_value(t)
     return math.nan
 
@@ -181,7 +242,10 @@ def js_number(s):
 def js_parse_float(s):
     """JavaScript `parseFloat(s)`: the longest decimal prefix after leading spaces."""
     t = s.lstrip(_JS_SPACE)
-    m = _PREFIX_RE.match(t)
+    x = _plain_decimal(t)
+    if x is not None:
+        return x
+    m = _patterns()[1].match(t)
     if not m:
         return math.nan
     text = m.group(0)
@@ -189,13 +253,9 @@ def js_parse_float(s):
     return _decimal_value(text)
 
 
-INT_MIN = -(1 << 63)
-INT_MAX = (1 << 63) - 1
-
-
 def parse_int_arg(s):
     t = s.strip(_JS_SPACE)
-    if _INT_RE.match(t):
+    if _decimal_int(t):
         n = int(t)
     else:
         x = js_number(s)

@@ -12,9 +12,10 @@ import os
 import sys
 
 USAGE = """\
-usage: brili [-p] [-f FILE | --text] [-L DIR]... [--trace OUT.json [--hot N]
-             [--trace-report FILE] [--trace-no-opt]] [--jit [--hot N] [--jit-background]
-             [--jit-report FILE]] [ARGS...]
+usage: brili [-p] [-f FILE | --text] [-L DIR]... [--tier T] [--no-cache]
+             [--trace OUT.json [--hot N] [--trace-report FILE] [--trace-no-opt]]
+             [--jit [--hot N] [--jit-background] [--jit-report FILE]] [ARGS...]
+       brili --cache-info | --cache-clear
 
 Run the Bril program read as JSON from standard input; ARGS are the
 arguments of @main, parsed by their declared types.
@@ -25,7 +26,21 @@ options:
   --text       read Bril text (not JSON) from standard input
   -L DIR       also look for imported files in DIR (repeatable); imports are
                first resolved relative to the importing file's directory
-  --dump-py    print the generated Python code on stderr (debugging)
+  --dump-py    print the generated Python code on stderr (debugging; implies
+               --tier fast unless --tier is given)
+  --tier T     how functions run: auto (default) starts each function in a
+               cold tier that needs no preparation and moves functions that
+               turn hot to generated Python, also in the middle of a loop;
+               cold never leaves the cold tier; fast generates Python for every
+               function before the first instruction
+  --no-cache   neither use nor fill the code cache (also: BRIL_CACHE=0); the
+               cache keeps generated code across runs, keyed by the content it
+               was made from, in $BRIL_CACHE_DIR, else
+               $XDG_CACHE_HOME/bril-speculate, else ~/.cache/bril-speculate
+               (at most $BRIL_CACHE_SIZE bytes, default 256 MB)
+  --cache-info print where the code cache is, its entries and size; then exit
+  --cache-clear
+               empty the code cache; then exit
   --trace OUT.json
                run as usual (same output and -p count), recording the hot
                loops, and write to OUT.json the program with speculative traces
@@ -74,6 +89,9 @@ class _Options:
         self.jit = False
         self.jit_background = False
         self.jit_report = None
+        self.tier = None
+        self.cache = True
+        self.cache_command = None
         self.args = []
 
 
@@ -100,7 +118,11 @@ def parse_args(argv):
             opts.jit = True
         elif a == "--jit-background":
             opts.jit_background = True
-        elif a in ("-f", "-L", "--trace", "--hot", "--trace-report", "--jit-report"):
+        elif a == "--no-cache":
+            opts.cache = False
+        elif a in ("--cache-info", "--cache-clear"):
+            opts.cache_command = a
+        elif a in ("-f", "-L", "--trace", "--hot", "--trace-report", "--jit-report", "--tier"):
             if i + 1 >= len(argv):
                 raise BrilError(f"option {a} needs an argument")
             i += 1
@@ -114,6 +136,10 @@ def parse_args(argv):
                 opts.trace_report = argv[i]
             elif a == "--jit-report":
                 opts.jit_report = argv[i]
+            elif a == "--tier":
+                if argv[i] not in ("auto", "cold", "fast"):
+                    raise BrilError(f"--tier must be auto, cold or fast; got {argv[i]}")
+                opts.tier = argv[i]
             else:
                 try:
                     opts.hot = int(argv[i])
@@ -178,9 +204,13 @@ def _body(argv):
     if opts.help:
         sys.stdout.write(USAGE)
         return 0
+    if opts.cache_command is not None:
+        return _cache_command(opts.cache_command)
     prog, filename = _read_program(opts)
     if opts.dump:
         os.environ["BRIL_DUMP_PY"] = "1"
+        if opts.tier is None:
+            opts.tier = "fast"
     from bril.interp import run
     base_dir = os.path.dirname(os.path.abspath(filename)) if filename else None
     out = _program_output()
@@ -192,11 +222,34 @@ def _body(argv):
         if opts.trace is not None and opts.trace_report is None:
             sys.stderr.write("note: programs with imports are not traced\n")
         count = run(prog, opts.args, out=out, base_dir=base_dir,
-                    lib_dirs=opts.lib_dirs, filename=filename)
+                    lib_dirs=opts.lib_dirs, filename=filename, tier=opts.tier or "auto",
+                    cache=_code_cache(opts))
         if opts.trace is not None:
             _write_atomically(opts.trace, _json_text(prog))
     if opts.profile:
         sys.stderr.write(f"total_dyn_inst: {count}\n")
+    return 0
+
+
+def _code_cache(opts):
+    from bril.codecache import CodeCache, enabled_by_environment
+    if not opts.cache or not enabled_by_environment():
+        return None
+    return CodeCache()
+
+
+def _cache_command(command):
+    from bril.codecache import CodeCache
+    cache = CodeCache()
+    if command == "--cache-clear":
+        removed = cache.clear()
+        sys.stdout.write(f"removed {removed} entries from {cache.directory}\n")
+        return 0
+    info = cache.info()
+    state = "" if info["usable"] else " (not usable: not private to this user, or not writable)"
+    sys.stdout.write(f"directory: {info['directory']}{state}\n"
+                     f"entries: {info['entries']}\n"
+                     f"size: {info['bytes']} bytes (limit {info['limit']})\n")
     return 0
 
 

@@ -1,0 +1,228 @@
+"""A persistent, content-addressed store for compiled code, kept across runs.
+
+Generated Python (marshalled code objects) and native objects are expensive to
+make and cheap to load; every run of an unchanged program should find them
+here.  This module only stores bytes under keys; what a key covers (the
+function's Bril, everything compiled into it, our own code, versions, flags)
+is the business of the tier that computes it.
+
+Where: `$BRIL_CACHE_DIR`, else `$XDG_CACHE_HOME/bril-speculate`, else
+`~/.cache/bril-speculate`; `BRIL_CACHE=0` (or `brili --no-cache`) turns it
+off.  Loading an entry runs its code, so the directory is kept private, as pip
+and ccache keep theirs: created with mode 0700, and used only if it belongs to
+the user and nobody else can write to it.
+
+Trust: an entry is written to a temporary file and renamed into place, so a
+reader sees a whole entry or none, whatever number of processes write at once;
+it starts with a magic word and a SHA-256 of its payload, checked on every
+read, so a truncated or corrupt entry is a miss (and is removed), never run.
+Any failure (an unwritable or full disk, a file vanishing under us) is a miss,
+never an error: the run goes on without the cache and prints the same.
+
+Size: entries are touched when read; when the store grows past its bound
+(`$BRIL_CACHE_SIZE` bytes, default 256 MB) the least recently used are removed
+down to 80% of it.
+"""
+
+import os
+
+MAGIC = b"BRILCC1\n"
+_DIGEST = 32
+DEFAULT_LIMIT = 256 * 1024 * 1024
+_TOUCH_INTERVAL = 60.0          # seconds; a hit refreshes an older entry's time
+_CHECK_EVERY = 64               # writes between size checks (per process, plus the first)
+
+
+def default_directory():
+    d = os.environ.get("BRIL_CACHE_DIR")
+    if d:
+        return d
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "bril-speculate")
+
+
+def enabled_by_environment():
+    return os.environ.get("BRIL_CACHE", "1") not in ("0", "no", "off", "false")
+
+
+def sha256(data=b""):
+    """A SHA-256 hasher (the builtin module when there is one: `hashlib` loads
+    OpenSSL, a few ms of start-up)."""
+    try:
+        from _sha256 import sha256 as make          # CPython 3.11
+    except ImportError:
+        try:
+            from _sha2 import sha256 as make        # CPython 3.12+
+        except ImportError:
+            from hashlib import sha256 as make
+    return make(data)
+
+
+def _sha256(data):
+    return sha256(data).digest()
+
+
+_serial = [0]
+
+
+def _temporary_name(folder):
+    """A fresh name in folder for this process (no `tempfile`: it imports `random`)."""
+    import time
+    _serial[0] += 1
+    return os.path.join(folder, f".tmp-{os.getpid()}-{_serial[0]}-{time.monotonic_ns()}")
+
+
+class CodeCache:
+    """Entries in `directory`, grouped by kind (a subfolder per kind)."""
+
+    def __init__(self, directory=None, limit=None):
+        self.directory = directory or default_directory()
+        if limit is None:
+            try:
+                limit = int(os.environ.get("BRIL_CACHE_SIZE", DEFAULT_LIMIT))
+            except ValueError:
+                limit = DEFAULT_LIMIT
+        self.limit = limit
+        self.usable = None          # decided on first use (see `_check_directory`)
+        self.writes = 0
+        self.hits = self.misses = 0
+
+    # --- the directory ---------------------------------------------------------------
+
+    def _check_directory(self):
+        """True if the directory exists (made if need be) and is private to us."""
+        if self.usable is None:
+            self.usable = False
+            try:
+                os.makedirs(self.directory, mode=0o700, exist_ok=True)
+                st = os.stat(self.directory)
+                if st.st_uid == os.getuid() and not st.st_mode & 0o022:
+                    self.usable = os.access(self.directory, os.R_OK | os.W_OK | os.X_OK)
+            except (OSError, AttributeError):
+                self.usable = False
+        return self.usable
+
+    def _path(self, kind, key):
+        return os.path.join(self.directory, kind, key[:2], key)
+
+    # --- entries -------------------------------------------------------------------
+
+    def get(self, kind, key):
+        """The bytes stored under (kind, key), or None."""
+        if not self._check_directory():
+            return None
+        path = self._path(kind, key)
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read()
+        except OSError:
+            self.misses += 1
+            return None
+        head = len(MAGIC) + _DIGEST
+        payload = data[head:]
+        if data[:len(MAGIC)] != MAGIC or _sha256(payload) != data[len(MAGIC):head]:
+            self._remove(path)          # truncated or corrupt: never used
+            self.misses += 1
+            return None
+        self.hits += 1
+        self._touch(path)
+        return payload
+
+    def put(self, kind, key, payload):
+        """Store payload under (kind, key); silently nothing if that fails."""
+        if not self._check_directory():
+            return False
+        path = self._path(kind, key)
+        tmp = None
+        try:
+            folder = os.path.dirname(path)
+            os.makedirs(folder, mode=0o700, exist_ok=True)
+            tmp = _temporary_name(folder)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(MAGIC + _sha256(payload) + payload)
+            os.replace(tmp, path)
+            tmp = None
+        except OSError:
+            return False
+        finally:
+            if tmp is not None:
+                self._remove(tmp)
+        self.writes += 1
+        if self.writes % _CHECK_EVERY == 1:
+            self.evict()
+        return True
+
+    @staticmethod
+    def _remove(path):
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+
+    @staticmethod
+    def _touch(path):
+        """Mark an entry as recently used (its modification time), at most once a minute."""
+        try:
+            import time
+            now = time.time()
+            if now - os.stat(path).st_mtime > _TOUCH_INTERVAL:
+                os.utime(path, (now, now))
+        except OSError:
+            pass
+
+    # --- the whole store ---------------------------------------------------------------
+
+    def entries(self):
+        """[(path, size, last use)] of every entry."""
+        found = []
+        if not self._check_directory():
+            return found
+        stack = [self.directory]
+        while stack:
+            folder = stack.pop()
+            try:
+                with os.scandir(folder) as it:
+                    for e in it:
+                        try:
+                            if e.is_dir(follow_symlinks=False):
+                                stack.append(e.path)
+                            elif e.is_file(follow_symlinks=False) and not e.name.startswith("."):
+                                st = e.stat(follow_symlinks=False)
+                                found.append((e.path, st.st_size, st.st_mtime))
+                        except OSError:
+                            pass
+            except OSError:
+                pass
+        return found
+
+    def evict(self, limit=None):
+        """Remove the least recently used entries while the store is over its bound
+        (down to 80% of it); returns the number removed."""
+        limit = self.limit if limit is None else limit
+        found = self.entries()
+        total = sum(size for _, size, _ in found)
+        if total <= limit:
+            return 0
+        removed = 0
+        for path, size, _ in sorted(found, key=lambda e: e[2]):
+            if total <= 0.8 * limit:
+                break
+            self._remove(path)
+            total -= size
+            removed += 1
+        return removed
+
+    def info(self):
+        """{'directory', 'entries', 'bytes', 'limit', 'usable'} of the store."""
+        found = self.entries()
+        return {"directory": self.directory, "usable": bool(self._check_directory()),
+                "entries": len(found), "bytes": sum(s for _, s, _ in found),
+                "limit": self.limit}
+
+    def clear(self):
+        """Remove every entry; returns how many."""
+        found = self.entries()
+        for path, _, _ in found:
+            self._remove(path)
+        return len(found)

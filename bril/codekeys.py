@@ -1,0 +1,84 @@
+"""Keys of the code cache: everything generated code is compiled from, hashed.
+
+The generated Python of a function depends on
+- its own Bril, and its number in the linked program (its Python name);
+- how each of its calls resolves, and for every function it calls: the
+  parameters and types (checks at the call), what the body can return
+  (checks on the result), and, if the callee is small enough to be inlined,
+  its whole body, and the same again for what that body calls (inlining goes
+  two levels deep, so three levels of callees can matter);
+- our own code generator and everything it reads (the op table, the heap
+  templates, the range analysis...), the Python version (bytecode and
+  marshal format), the variant, the heap representation and the options that
+  change code generation.
+All of it goes into the key, by content (never modification times): editing
+a function changes the keys of that function and of the functions that
+compiled it in, and of nothing else.
+"""
+
+import os
+import sys
+
+from .codecache import sha256
+
+FORMAT = "bril-py-1"
+# Our modules whose text decides what code is generated.
+GENERATOR_MODULES = ("blocks", "codegen", "typecheck", "ops", "heap", "values", "support",
+                     "interp", "pynames", "codekeys")
+# Options read by the code generator from the environment.
+GENERATOR_OPTIONS = ("BRIL_CHECK_FACTS",)
+# A callee with more instructions than this (labels included) cannot be inlined
+# (codegen.INLINE_MAX_INSTRS operations in at most INLINE_MAX_BLOCKS blocks).
+_INLINE_SIZE_BOUND = 48
+_INLINE_LEVELS = 2
+
+_generator_digest = None
+
+
+def generator_digest():
+    """A digest of our code generator's source and the Python that runs it."""
+    global _generator_digest
+    if _generator_digest is None:
+        h = sha256(FORMAT.encode())
+        h.update(sys.version.encode())
+        here = os.path.dirname(os.path.abspath(__file__))
+        for name in GENERATOR_MODULES:
+            with open(os.path.join(here, name + ".py"), "rb") as fh:
+                h.update(fh.read())
+        _generator_digest = h.digest()
+    return _generator_digest
+
+
+def _may_inline(func):
+    return len(func.get("instrs") or ()) <= _INLINE_SIZE_BOUND
+
+
+def function_key(linked, index, variant, osr, native_heap):
+    """The cache key (hex) of one variant of function `index` of a linked program;
+    None if the key cannot be made (then the code is not cached)."""
+    try:
+        h = sha256(generator_digest())
+    except OSError:
+        return None
+    options = tuple(os.environ.get(o, "") for o in GENERATOR_OPTIONS)
+    h.update(repr((variant, osr, bool(native_heap), options)).encode())
+    # The function, its callees, and below callees that may be inlined, each with
+    # how its calls resolve.
+    seen = {index}
+    todo = [(index, 0)]         # breadth first: each function at its smallest depth
+    for j, depth in todo:
+        func = linked.functions[j]
+        h.update(b"\0function %d\0" % j)
+        h.update(repr(func).encode("utf-8", "surrogatepass"))
+        if depth > 0 and (depth > _INLINE_LEVELS or not _may_inline(func)):
+            continue            # only its interface and body count, not its callees
+        for instr in func.get("instrs") or ():
+            funcs = instr.get("funcs") if instr.get("op") == "call" else None
+            if not funcs or not isinstance(funcs, list):
+                continue
+            r = linked.resolve_call(j, funcs[0])
+            h.update(repr((j, funcs[0], r)).encode("utf-8", "surrogatepass"))
+            if isinstance(r, int) and r not in seen:
+                seen.add(r)
+                todo.append((r, depth + 1))
+    return h.hexdigest()

@@ -1,0 +1,105 @@
+"""Run-time support shared by the Python tiers (the cold tier and generated code).
+
+What an operand check raises, what a call's result checks say, how many
+operands each op takes: written once here, read by `bril.cold` (which checks
+at run time) and `bril.codegen` (which emits the checks it cannot prove
+unnecessary), so both tiers fail with the same message at the same point.
+"""
+
+from .errors import BrilError
+from .ops import OPS
+from .values import js_type_text
+
+# Operand counts the reference checks before running an op ("add takes 2 argument(s); got 3").
+ARG_COUNTS = {name: (len(op.args) if op.args is not None else None)
+              for name, op in OPS.items() if name != "const"}
+
+# The checking helper of each value kind (names in the generated code's namespace).
+CHECKERS = {"int": "_cint", "bool": "_cbool", "float": "_cfloat", "char": "_cchar",
+            "ptr": "_cptr"}
+
+
+def operand_message(op, i, kind):
+    """What the reference says when operand i of op is not of `kind`."""
+    return f"{op} argument {i} must be a {'Pointer' if kind == 'ptr' else kind}"
+
+
+def argcount_message(op, expected, found):
+    return f"{op} takes {expected} argument(s); got {found}"
+
+
+def nonvoid_message(ftype):
+    return f"non-void function (type: {js_type_text(ftype)}) doesn't return anything"
+
+
+ARGUMENT_MISMATCH = "function argument type mismatch"
+RESULT_MISMATCH = "type of value returned by function does not match destination type"
+DECLARATION_MISMATCH = "type of value returned by function does not match declaration"
+VOID_IN_VALUE_CALL = "function with void return type used in value call"
+UNTYPED_DEST = "function call must include a type if it has a destination"
+VALUE_WITHOUT_DEST = "unexpected value returned without destination"
+
+
+def call_funcs_message(funcs):
+    """The error of a `call` whose `funcs` is missing or empty."""
+    if funcs is None:
+        return "missing functions; expected at least 1"
+    return f"expecting 1 functions; found {len(funcs)}"
+
+
+def arity_message(params, args):
+    return f"function expected {len(params)} arguments, got {len(args)}"
+
+
+def decl_kind(typ):
+    """The value kind a declared type checks ('any' for any; None: a type no value has)."""
+    if typ in ("int", "bool", "float", "char", "any"):
+        return typ
+    if isinstance(typ, dict) and "ptr" in typ:
+        return "ptr"
+    return None
+
+
+def unknown_type_message(typ):
+    return f"unknown type {js_type_text(typ)}"
+
+
+# --- the checking helpers ------------------------------------------------------------
+
+def cint(v, msg):
+    if type(v) is int:
+        return v
+    raise BrilError(msg)
+
+
+def cbool(v, msg):
+    if type(v) is bool:
+        return v
+    raise BrilError(msg)
+
+
+def cfloat(v, msg):
+    if type(v) is float:
+        return v
+    raise BrilError(msg)
+
+
+def cchar(v, msg):
+    if type(v) is str:
+        return v
+    raise BrilError(msg)
+
+
+def cptr(v, msg):
+    if type(v) is tuple:
+        return v
+    raise BrilError(msg)
+
+
+def unknown_type(v, text):
+    raise BrilError(f"unknown type {text}")
+
+
+CHECK_FUNCTIONS = {"_cint": cint, "_cbool": cbool, "_cfloat": cfloat, "_cchar": cchar,
+                   "_cptr": cptr, "_unknown_type": unknown_type}
+KIND_CHECK = {kind: CHECK_FUNCTIONS[name] for kind, name in CHECKERS.items()}
