@@ -12,8 +12,9 @@ The generated Python of a function depends on
   marshal format), the variant, the heap representation and the options that
   change code generation.
 All of it goes into the key, by content (never modification times): editing
-a function changes the keys of that function and of the functions that
-compiled it in, and of nothing else.
+a function changes the keys of that function, of its callers (their code
+embeds what its body can return) and of the functions it may be inlined into,
+and of nothing else.
 """
 
 import os
@@ -49,8 +50,36 @@ def generator_digest():
     return _generator_digest
 
 
+_NOT_INLINED = {"speculate", "commit", "guard", "phi", "set", "get", "undef"}
+
+
 def _may_inline(func):
-    return len(func.get("instrs") or ()) <= _INLINE_SIZE_BOUND
+    """False if the code generator certainly does not inline func: too big, an op it
+    never inlines, or not tree-shaped (a label reached from two places, counting
+    fall-through, or the entry reached by a jump).  Cheap: no analysis."""
+    instrs = func.get("instrs") or ()
+    if len(instrs) > _INLINE_SIZE_BOUND:
+        return False
+    preds = {}
+    falls = False               # the previous instruction falls through to the next
+    first = True
+    for ins in instrs:
+        if "label" in ins and "op" not in ins:
+            if first:
+                preds[ins["label"]] = 1     # the entry: any jump to it is a second way in
+            elif falls:
+                preds[ins["label"]] = preds.get(ins["label"], 0) + 1
+            falls = True
+            continue
+        first = False
+        op = ins.get("op")
+        if op in _NOT_INLINED:
+            return False
+        if op in ("jmp", "br"):
+            for lab in dict.fromkeys(ins.get("labels") or ()):
+                preds[lab] = preds.get(lab, 0) + 1
+        falls = op not in ("jmp", "br", "ret")
+    return all(n <= 1 for n in preds.values())
 
 
 def function_key(linked, index, variant, osr, native_heap):

@@ -77,9 +77,25 @@ def _outcome(run_fn):
     return simple_interp.Outcome(out.getvalue(), None, count)
 
 
-def _brili(prog, argv):
+def _brili(prog, argv, **options):
     from bril.interp import run
-    return _outcome(lambda out: run(prog, list(argv), out=out))
+    return _outcome(lambda out: run(prog, list(argv), out=out, **options))
+
+
+def _brili_cold(prog, argv):
+    """Every function in the cold tier only."""
+    return _brili(prog, argv, tier="cold")
+
+
+def _brili_fast(prog, argv):
+    """Every function generated before the first instruction."""
+    return _brili(prog, argv, tier="fast")
+
+
+def _brili_eager(prog, argv):
+    """Functions promoted at their first backward jump or second call: on-stack
+    replacement in nearly every loop."""
+    return _brili(prog, argv, promote_after=0)
 
 
 def _brili_jit(prog, argv):
@@ -97,6 +113,9 @@ def _brili_jit(prog, argv):
 # One line per engine: name -> fn(prog, argv) -> simple_interp.Outcome.
 ENGINES = {
     "brili": _brili,
+    "brili --tier cold": _brili_cold,
+    "brili --tier fast": _brili_fast,
+    "brili, eager promotion": _brili_eager,
     "brili --jit": _brili_jit,
 }
 

@@ -1,0 +1,247 @@
+"""The code cache: generated code kept across runs, never stale, never trusted blindly.
+
+- invalidation is exact: editing a function, a callee, an inlined callee, a
+  constant or a type changes the keys of exactly the functions compiled from
+  it, and a run after the edit prints what a run without the cache prints;
+- entries are whole or absent: concurrent writers, truncated and corrupt
+  entries (a miss, removed), a directory we may not write (no cache, same
+  output), a directory others may write (refused), a bound on the size (least
+  recently used evicted);
+- `brili` uses it (`--no-cache`, `--cache-info`, `--cache-clear`,
+  `BRIL_CACHE_DIR`), with exact `-p` counts on cached code.
+"""
+
+import io
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from bril.codecache import CodeCache
+from bril.codekeys import function_key
+from bril.interp import run
+from bril.linker import link
+from bril.text import parse_program
+
+BRILI = [sys.executable, "-m", "bril.cli.brili"]
+
+PROGRAM = """
+@square(x: int): int {
+  y: int = mul x x;
+  ret y;
+}
+@total(n: int): int {
+  i: int = const 0;
+  s: int = const 0;
+  one: int = const 1;
+.head:
+  c: bool = lt i n;
+  br c .body .done;
+.body:
+  q: int = call @square i;
+  s: int = add s q;
+  i: int = add i one;
+  jmp .head;
+.done:
+  ret s;
+}
+@unused(a: int): int {
+  ret a;
+}
+@main(n: int) {
+  t: int = call @total n;
+  print t;
+}
+"""
+
+
+def outcome(prog, argv, cache=None, **options):
+    out = io.StringIO()
+    count = run(prog, list(argv), out=out, cache=cache, promote_after=0, **options)
+    return out.getvalue(), count
+
+
+def keys(prog):
+    linked = link(prog)
+    return [function_key(linked, i, "normal", None, False) for i in range(len(linked.functions))]
+
+
+def test_a_second_run_takes_its_code_from_the_cache(tmp_path):
+    prog = parse_program(PROGRAM)
+    first = CodeCache(str(tmp_path))
+    expected = outcome(prog, ["300"], first)
+    assert first.writes > 0 and first.hits == 0
+    second = CodeCache(str(tmp_path))
+    assert outcome(prog, ["300"], second) == expected
+    assert second.hits > 0 and second.writes == 0
+    assert expected == outcome(prog, ["300"]) == ("8955050\n", expected[1])
+
+
+EDITS = {
+    # name: (old text, new text, functions whose code must change): the function,
+    # its callers (they know what it can return) and the ones it is inlined into.
+    "function body": ("  s: int = add s q;", "  s: int = sub s q;", {"total", "main"}),
+    "inlined callee": ("  y: int = mul x x;", "  y: int = add x x;", {"square", "total"}),
+    "constant": ("  one: int = const 1;", "  one: int = const 2;", {"total", "main"}),
+    "type": ("@square(x: int): int {", "@square(x: int): float {", {"square", "total"}),
+    "callee of main": ("  t: int = call @total n;", "  t: int = call @square n;", {"main"}),
+}
+
+
+@pytest.mark.parametrize("edit", EDITS, ids=list(EDITS))
+def test_an_edit_changes_exactly_the_keys_of_what_compiled_it_in(edit):
+    old, new, changed = EDITS[edit]
+    before = parse_program(PROGRAM)
+    after = parse_program(PROGRAM.replace(old, new))
+    names = [f["name"] for f in before["functions"]]
+    differ = {n for n, a, b in zip(names, keys(before), keys(after)) if a != b}
+    assert differ == changed
+
+
+@pytest.mark.parametrize("edit", EDITS, ids=list(EDITS))
+def test_no_stale_code_runs_after_an_edit(edit, tmp_path):
+    old, new, _ = EDITS[edit]
+    before = parse_program(PROGRAM)
+    after = parse_program(PROGRAM.replace(old, new))
+    outcome(before, ["200"], CodeCache(str(tmp_path)))
+    try:
+        expected = outcome(after, ["200"])
+    except Exception as e:          # the edited program may fail: it must fail alike
+        expected = repr(e)
+    try:
+        got = outcome(after, ["200"], CodeCache(str(tmp_path)))
+    except Exception as e:
+        got = repr(e)
+    assert got == expected
+
+
+def test_keys_depend_on_the_function_number_and_call_resolution():
+    prog = parse_program(PROGRAM)
+    swapped = {"functions": [prog["functions"][1], prog["functions"][0]] + prog["functions"][2:]}
+    k1, k2 = keys(prog), keys(swapped)
+    assert k1[0] != k2[1] and k1[1] != k2[0]
+
+
+# --- the store ---------------------------------------------------------------------------
+
+def test_corrupt_and_truncated_entries_are_misses_and_removed(tmp_path):
+    cache = CodeCache(str(tmp_path))
+    assert cache.put("py", "ab" * 32, b"payload" * 100)
+    path = tmp_path / "py" / "ab" / ("ab" * 32)
+    data = path.read_bytes()
+    path.write_bytes(data[:-10])
+    assert cache.get("py", "ab" * 32) is None and not path.exists()
+    cache.put("py", "ab" * 32, b"payload" * 100)
+    flipped = bytearray(data)
+    flipped[-1] ^= 1
+    path.write_bytes(bytes(flipped))
+    assert cache.get("py", "ab" * 32) is None and not path.exists()
+    cache.put("py", "ab" * 32, b"payload" * 100)
+    assert cache.get("py", "ab" * 32) == b"payload" * 100
+
+
+def test_a_corrupt_code_entry_is_regenerated(tmp_path):
+    prog = parse_program(PROGRAM)
+    expected = outcome(prog, ["100"], CodeCache(str(tmp_path)))
+    for folder, _, files in os.walk(tmp_path):
+        for name in files:
+            with open(os.path.join(folder, name), "r+b") as fh:
+                fh.seek(-3, 2)
+                fh.write(b"\xff\xfe\xfd")
+    cache = CodeCache(str(tmp_path))
+    assert outcome(prog, ["100"], cache) == expected
+    assert cache.hits == 0 and cache.writes > 0
+
+
+def test_a_directory_others_can_write_is_not_used(tmp_path):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o777)
+    cache = CodeCache(str(shared))
+    assert not cache.put("py", "cd" * 32, b"x")
+    assert cache.get("py", "cd" * 32) is None
+    assert outcome(parse_program(PROGRAM), ["10"], cache) == outcome(parse_program(PROGRAM), ["10"])
+
+
+def test_a_full_disk_means_no_cache(tmp_path, monkeypatch):
+    def full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(os, "replace", full)
+    cache = CodeCache(str(tmp_path))
+    prog = parse_program(PROGRAM)
+    assert outcome(prog, ["10"], cache) == outcome(prog, ["10"])
+    assert cache.writes == 0 and not [p for p in tmp_path.rglob("*") if p.is_file()]
+
+
+def test_an_unusable_location_means_no_cache(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    cache = CodeCache(str(blocker / "cache"))
+    prog = parse_program(PROGRAM)
+    assert outcome(prog, ["10"], cache) == outcome(prog, ["10"])
+    assert cache.writes == 0
+
+
+def test_least_recently_used_entries_are_evicted(tmp_path):
+    cache = CodeCache(str(tmp_path), limit=10_000)
+    for i in range(30):
+        key = f"{i:02d}" * 32
+        assert cache.put("py", key, bytes(1000))
+        path = tmp_path / "py" / key[:2] / key
+        os.utime(path, (1_000_000 + i, 1_000_000 + i))
+    cache.evict()
+    left = sorted(p.name[:2] for p in (tmp_path / "py").rglob("*") if p.is_file())
+    assert sum(os.path.getsize(p) for p in (tmp_path / "py").rglob("*") if p.is_file()) <= 8000
+    assert left == [f"{i:02d}" for i in range(30 - len(left), 30)]      # the newest stay
+
+
+_WRITER = """
+import sys
+from bril.codecache import CodeCache
+cache = CodeCache(sys.argv[1])
+payload = sys.argv[2].encode() * 50000
+for _ in range(40):
+    cache.put("py", "ef" * 32, payload)
+    got = cache.get("py", "ef" * 32)
+    assert got is None or got in (b"a" * 50000, b"b" * 50000), "a mixed or partial entry"
+"""
+
+
+def test_concurrent_writers_never_leave_a_partial_entry(tmp_path):
+    procs = [subprocess.Popen([sys.executable, "-c", _WRITER, str(tmp_path), tag])
+             for tag in "abab"]
+    assert all(p.wait(timeout=120) == 0 for p in procs)
+    assert CodeCache(str(tmp_path)).get("py", "ef" * 32) in (b"a" * 50000, b"b" * 50000)
+    assert not [p for p in (tmp_path / "py").rglob(".tmp-*")]
+
+
+# --- the command ---------------------------------------------------------------------------
+
+def brili(args, stdin, cache_dir, **env):
+    environment = dict(os.environ, BRIL_CACHE_DIR=str(cache_dir), **env)
+    return subprocess.run(BRILI + args, input=stdin, capture_output=True, text=True,
+                          env=environment, timeout=120)
+
+
+def test_brili_fills_and_uses_the_cache(tmp_path):
+    text = json.dumps(parse_program(PROGRAM))
+    cold = brili(["-p", "3000"], text, tmp_path)
+    info = brili(["--cache-info"], "", tmp_path)
+    assert "entries: 0" not in info.stdout and str(tmp_path) in info.stdout
+    warm = brili(["-p", "3000"], text, tmp_path)
+    assert (warm.stdout, warm.stderr) == (cold.stdout, cold.stderr)
+    assert cold.stderr.startswith("total_dyn_inst: ")
+    cleared = brili(["--cache-clear"], "", tmp_path)
+    assert cleared.returncode == 0 and "removed" in cleared.stdout
+    assert "entries: 0" in brili(["--cache-info"], "", tmp_path).stdout
+
+
+@pytest.mark.parametrize("off", [["--no-cache"], []], ids=["flag", "environment"])
+def test_brili_without_the_cache(tmp_path, off):
+    text = json.dumps(parse_program(PROGRAM))
+    env = {} if off else {"BRIL_CACHE": "0"}
+    proc = brili(off + ["-p", "3000"], text, tmp_path, **env)
+    assert proc.returncode == 0
+    assert not (tmp_path / "py").exists()
