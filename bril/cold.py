@@ -84,6 +84,9 @@ class ColdEngine:
         self.budget = budget        # instructions before promotion, if not by size (tests)
         self.write = program.ns["_P"]
 
+    def _factory(self, source_of, *key):
+        return _factory(source_of, key, self.program.cache)
+
     def function(self, index):
         cf = self.functions.get(index)
         if cf is None:
@@ -177,7 +180,8 @@ class ColdEngine:
             return _raiser(argcount_message(op, expected, len(args)))
         dest = instr.get("dest")
         if info.py is not None:
-            return _factory(_template_source, op)(dest if isinstance(dest, str) else None, *args)
+            return self._factory(_template_source, op)(dest if isinstance(dest, str) else None,
+                                                       *args)
         make = getattr(self, "_op_" + op)
         return make(cf, instr, args, dest)
 
@@ -279,20 +283,20 @@ class ColdEngine:
                 cint(env[a], m0)
                 raise BrilError(msg)
             return run
-        return _factory(_alloc_source)(dest if isinstance(dest, str) else None, a, typ["ptr"],
+        return self._factory(_alloc_source)(dest if isinstance(dest, str) else None, a, typ["ptr"],
                                        self.ns["_alloc"])
 
     def _op_free(self, cf, instr, args, dest):
-        return _factory(_free_source)(args[0], self.ns["_free"])
+        return self._factory(_free_source)(args[0], self.ns["_free"])
 
     def _op_load(self, cf, instr, args, dest):
-        return _factory(_load_source)(dest if isinstance(dest, str) else None, args[0])
+        return self._factory(_load_source)(dest if isinstance(dest, str) else None, args[0])
 
     def _op_store(self, cf, instr, args, dest):
-        return _factory(_store_source)(args[0], args[1])
+        return self._factory(_store_source)(args[0], args[1])
 
     def _op_ptradd(self, cf, instr, args, dest):
-        return _factory(_ptradd_source)(dest if isinstance(dest, str) else None, args[0],
+        return self._factory(_ptradd_source)(dest if isinstance(dest, str) else None, args[0],
                                         args[1])
 
     def _op_set(self, cf, instr, args, dest):
@@ -495,19 +499,50 @@ _NS.update(CHECK_FUNCTIONS)
 _NS.update({"_E": BrilError, "_INT_MIN": INT_MIN, "_INT_MAX": INT_MAX})
 
 
-def _factory(source_of, *key):
+def _factory(source_of, key, cache):
+    """The factory `source_of(*key)` writes, compiled once per process; its code is
+    kept in the code cache (when there is one) under the hash of its source, so
+    that short runs compile nothing at all (the first `compile` of a process
+    costs about a millisecond)."""
     f = _FACTORIES.get((source_of, key))
     if f is None:
         src = source_of(*key)
+        code = _cached_code(src, cache) if cache is not None else None
+        if code is None:
+            code = compile(src, f"<bril cold {key or source_of.__name__}>", "exec")
+            if cache is not None:
+                _store_code(src, code, cache)
         ns = dict(_NS)
         if source_of is not _template_source:
             from . import heap
             ns.update(heap.HELPERS)
             from .values import kind_of
             ns["_kind"] = kind_of
-        exec(compile(src, f"<bril cold {key or source_of.__name__}>", "exec"), ns)
+        exec(code, ns)
         f = _FACTORIES[(source_of, key)] = ns["make"]
     return f
+
+
+def _source_key(src):
+    import sys
+    from .codecache import sha256
+    return sha256((sys.version + "\0" + src).encode()).hexdigest()
+
+
+def _cached_code(src, cache):
+    data = cache.get("cold", _source_key(src))
+    if data is not None:
+        import marshal
+        try:
+            return marshal.loads(data)
+        except Exception:
+            return None
+    return None
+
+
+def _store_code(src, code, cache):
+    import marshal
+    cache.put("cold", _source_key(src), marshal.dumps(code))
 
 
 def _template_source(op):
