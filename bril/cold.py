@@ -47,6 +47,7 @@ PROMOTE_PER_INSTR = 64
 PROMOTE_BASE = 2000
 
 RET = -1            # a terminator's result: the activation returns (value in env[0])
+_RAN_ONCE = "ran once"  # a block's code before its closures are built (see _prepare)
 
 _SPEC_KEY = 1
 
@@ -83,9 +84,10 @@ class ColdEngine:
         self.promote_enabled = promote
         self.budget = budget        # instructions before promotion, if not by size (tests)
         self.write = program.ns["_P"]
+        self._direct = {}           # op -> its direct form (see _direct_form)
 
-    def _factory(self, source_of, *key):
-        return _factory(source_of, key, self.program.cache)
+    def _factory(self, source_of, *key, part="make"):
+        return _factory(source_of, key, self.program.cache)[part]
 
     def function(self, index):
         cf = self.functions.get(index)
@@ -124,8 +126,8 @@ class ColdEngine:
         try:
             while True:
                 code = codes[b]
-                if code is None:
-                    code = self._build(cf, b)
+                if type(code) is not tuple:
+                    code = self._prepare(cf, b, code)
                 size, body, term, label = code
                 n += size
                 if has_phi and label is not None:
@@ -158,6 +160,53 @@ class ColdEngine:
         cf.blocks = build_blocks(cf.func)
         cf.codes = [None] * len(cf.blocks)
         cf.has_phi = any(i.get("op") == "phi" for b in cf.blocks for i in b.instrs)
+
+    def _prepare(self, cf, bi, state):
+        """The code of a block that has no closures yet.  The first time it runs, its
+        instructions are run one by one, nothing kept (straight-line code that runs
+        once, as front ends emit it, would cost more to build than to run); the
+        second time, its closures are built and kept."""
+        if state is _RAN_ONCE:
+            return self._build(cf, bi)
+        cf.codes[bi] = _RAN_ONCE
+        b = cf.blocks[bi]
+        term = b.term
+        body = b.instrs[:-1] if term is not None else b.instrs
+        execute = self._execute
+
+        def run_once(env):
+            for instr in body:
+                execute(cf, instr, env)
+        return (b.size, (run_once,), self._terminator(cf, b), b.label)
+
+    def _execute(self, cf, instr, env):
+        """Run one instruction without keeping a closure for it."""
+        op = instr["op"]
+        direct = self._direct.get(op)
+        if direct is None:
+            direct = self._direct[op] = self._direct_form(op)
+        if direct:
+            run, nargs = direct
+            args = instr.get("args")
+            if args is not None and len(args) == nargs:
+                dest = instr.get("dest")
+                run(env, dest if type(dest) is str else None, *args)
+                return
+        elif op == "const":
+            v = const_value(instr)      # (BrilError: the instruction's own error)
+            if v is UNSET:
+                env.pop(instr["dest"], None)
+            else:
+                env[instr["dest"]] = v
+            return
+        self._instr(cf, instr)(env)
+
+    def _direct_form(self, op):
+        """(once(env, dest, *args), operand count) for an op with a template, else False."""
+        info = OPS.get(op)
+        if info is None or info.py is None:
+            return False
+        return self._factory(_template_source, op, part="once"), len(info.args)
 
     def _build(self, cf, bi):
         b = cf.blocks[bi]
@@ -500,7 +549,8 @@ _NS.update({"_E": BrilError, "_INT_MIN": INT_MIN, "_INT_MAX": INT_MAX})
 
 
 def _factory(source_of, key, cache):
-    """The factory `source_of(*key)` writes, compiled once per process; its code is
+    """The namespace of the factory `source_of(*key)` writes (its `make`, and for op
+    templates `once`), compiled once per process; its code is
     kept in the code cache (when there is one) under the hash of its source, so
     that short runs compile nothing at all (the first `compile` of a process
     costs about a millisecond)."""
@@ -519,7 +569,7 @@ def _factory(source_of, key, cache):
             from .values import kind_of
             ns["_kind"] = kind_of
         exec(code, ns)
-        f = _FACTORIES[(source_of, key)] = ns["make"]
+        f = _FACTORIES[(source_of, key)] = ns
     return f
 
 
@@ -557,13 +607,15 @@ def _template_source(op):
         else:
             exprs.append(f"env[{name}]")
     tmpl = info.py
-    lines = [f"def make(d, {', '.join(names)}):", "    def run(env):"]
     if tmpl.startswith("wrap64(") and tmpl.endswith(")"):
-        lines.append(f"        r = {tmpl[len('wrap64('):-1].format(*exprs)}")
-        lines.append("        if not _INT_MIN <= r <= _INT_MAX: r = wrap64(r)")
+        body = [f"r = {tmpl[len('wrap64('):-1].format(*exprs)}",
+                "if not _INT_MIN <= r <= _INT_MAX: r = wrap64(r)"]
     else:
-        lines.append(f"        r = {tmpl.format(*exprs)}")
-    lines += ["        if d is not None: env[d] = r", "    return run"]
+        body = [f"r = {tmpl.format(*exprs)}"]
+    body.append("if d is not None: env[d] = r")
+    # `make` returns the closure; `once` runs the same body directly.
+    lines = ([f"def make(d, {', '.join(names)}):", "    def run(env):"] + _indent(body)
+             + ["    return run", f"def once(env, d, {', '.join(names)}):"] + _indent(body, 1))
     return "\n".join(lines) + "\n"
 
 

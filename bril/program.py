@@ -66,6 +66,35 @@ def _check_str_list(instr, key, ctx):
         raise BrilError(f"{ctx}: field '{key}' must be a list of strings")
 
 
+_CONST_TYPES = (bool, int, float, str)
+
+
+def _check_instruction(instr, name, i):
+    """The thorough check of one instruction; raises BrilError if it is malformed."""
+    ctx = _where(name, i)
+    if "op" not in instr:
+        if not isinstance(instr.get("label"), str):
+            raise BrilError(f"{ctx}: neither an instruction (no 'op') nor a label")
+        return
+    op = instr["op"]
+    if not isinstance(op, str):
+        raise BrilError(f"{ctx}: 'op' must be a string")
+    if op not in OPS:
+        raise BrilError(f"{ctx}: unknown opcode {op}")
+    for key in ("args", "funcs", "labels"):
+        _check_str_list(instr, key, ctx)
+    if "dest" in instr and not isinstance(instr["dest"], str):
+        raise BrilError(f"{ctx}: 'dest' must be a string")
+    if "type" in instr:
+        _check_type(instr["type"], ctx)
+    if op == "const":
+        if "dest" not in instr:
+            raise BrilError(f"{ctx}: const needs a 'dest'")
+        v = instr.get("value")
+        if not isinstance(v, (bool, int, float, str)):
+            raise BrilError(f"{ctx}: const needs a number, boolean or char 'value'")
+
+
 def check_program(prog):
     """Raise BrilError if `prog` is not a structurally valid Bril program."""
     if not isinstance(prog, dict):
@@ -100,30 +129,31 @@ def check_program(prog):
         if not isinstance(instrs, list):
             raise BrilError(f"@{name}: function needs an 'instrs' list")
         for i, instr in enumerate(instrs):
-            ctx = _where(name, i)
-            if not isinstance(instr, dict):
-                raise BrilError(f"{ctx}: instruction must be a JSON object")
-            if "op" not in instr:
-                if not isinstance(instr.get("label"), str):
-                    raise BrilError(f"{ctx}: neither an instruction (no 'op') nor a label")
+            # (one pass over every instruction of every program: kept tight, the
+            # message built only when something is wrong)
+            if type(instr) is not dict:
+                raise BrilError(f"{_where(name, i)}: instruction must be a JSON object")
+            op = instr.get("op")
+            if op is None:
+                if "op" in instr or type(instr.get("label")) is not str:
+                    _check_instruction(instr, name, i)
                 continue
-            op = instr["op"]
-            if not isinstance(op, str):
-                raise BrilError(f"{ctx}: 'op' must be a string")
-            if op not in OPS:
-                raise BrilError(f"{ctx}: unknown opcode {op}")
+            if type(op) is not str or op not in OPS:
+                _check_instruction(instr, name, i)
             for key in ("args", "funcs", "labels"):
-                _check_str_list(instr, key, ctx)
-            if "dest" in instr and not isinstance(instr["dest"], str):
-                raise BrilError(f"{ctx}: 'dest' must be a string")
-            if "type" in instr:
-                _check_type(instr["type"], ctx)
-            if op == "const":
-                if "dest" not in instr:
-                    raise BrilError(f"{ctx}: const needs a 'dest'")
-                v = instr.get("value")
-                if not isinstance(v, (bool, int, float, str)):
-                    raise BrilError(f"{ctx}: const needs a number, boolean or char 'value'")
+                v = instr.get(key)
+                if v is not None:
+                    if type(v) is not list:
+                        _check_instruction(instr, name, i)
+                    for x in v:
+                        if type(x) is not str:
+                            _check_instruction(instr, name, i)
+            d = instr.get("dest")
+            if (d is not None and type(d) is not str) or ("type" in instr and type(
+                    instr["type"]) is not str):
+                _check_instruction(instr, name, i)
+            elif op == "const" and (d is None or type(instr.get("value")) not in _CONST_TYPES):
+                _check_instruction(instr, name, i)
     return prog
 
 
