@@ -441,6 +441,12 @@ class FunctionCode:
         return variant_name(self.index, self.name, "osr", header)
 
     @property
+    def uses_shadows_or_phi(self):
+        """True if the function has ssa2 shadows or phi state (beyond its variables)."""
+        return self.has_phi or any(k for k in self.generic_types.spec_vars
+                                   if isinstance(k, tuple))
+
+    @property
     def osr_typed(self):
         """True if an osr variant may assume what `source()` assumes of pointer
         parameters: only when they are never reassigned, so that their values at
@@ -692,7 +698,7 @@ class _Emitter:
             # Native code may leave at any block: go on in the jitx variant, where
             # every block can be reached (count what this frame ran first).
             o.add(ind + 2, "_N += _n")
-            o.add(ind + 2, f"return {self.fc.pyname}__jitx(_r[0], _r[1])")
+            o.add(ind + 2, f"return {self.links.variant(self.fc.index, 'jitx')}(_r[0], _r[1])")
 
     def emit_jit_resume(self, ind):
         """Take the variables native code assigned (dict `_r` of local names)."""

@@ -31,7 +31,8 @@ speculation is open or no loop header comes by.
 
 from .blocks import build_blocks
 from .errors import BrilError
-from .heap import load_lines, ptradd_lines, store_check_line, store_lines, unpack_line
+from .heap import (load_lines, native_load_lines, native_store_lines, ptradd_lines,
+                   store_check_line, store_lines, unpack_line)
 from .ops import HELPERS as OP_HELPERS, INT_MAX, INT_MIN, OPS
 from .support import (ARG_COUNTS, ARGUMENT_MISMATCH, CHECK_FUNCTIONS, CHECKERS,
                       DECLARATION_MISMATCH, KIND_CHECK, RESULT_MISMATCH, UNTYPED_DEST,
@@ -339,10 +340,11 @@ class ColdEngine:
         return self._factory(_free_source)(args[0], self.ns["_free"])
 
     def _op_load(self, cf, instr, args, dest):
-        return self._factory(_load_source)(dest if isinstance(dest, str) else None, args[0])
+        return self._factory(_load_source, self.program.native_heap)(
+            dest if isinstance(dest, str) else None, args[0])
 
     def _op_store(self, cf, instr, args, dest):
-        return self._factory(_store_source)(args[0], args[1])
+        return self._factory(_store_source, self.program.native_heap)(args[0], args[1])
 
     def _op_ptradd(self, cf, instr, args, dest):
         return self._factory(_ptradd_source)(dest if isinstance(dest, str) else None, args[0],
@@ -566,6 +568,7 @@ def _factory(source_of, key, cache):
         if source_of is not _template_source:
             from . import heap
             ns.update(heap.HELPERS)
+            ns.update(heap.NATIVE_HELPERS)
             from .values import kind_of
             ns["_kind"] = kind_of
         exec(code, ns)
@@ -644,18 +647,22 @@ def _free_source():
         "    return run"]) + "\n"
 
 
-def _load_source():
+def _load_source(native):
+    # (over the native heap, the templates' general path: any element kind)
+    read = native_load_lines("_v", "_p", "_NAME", None) if native else \
+        load_lines("_v", "_p", "_NAME")
     return "\n".join(["def make(d, a):", "    def run(env):"]
-                     + _indent(_ptr_read(0, "load") + load_lines("_v", "_p", "_NAME"))
+                     + _indent(_ptr_read(0, "load") + read)
                      + ["        if d is not None: env[d] = _v", "    return run"]
                      ).replace("'_NAME'", "a") + "\n"
 
 
-def _store_source():
+def _store_source(native):
+    write = native_store_lines("_p", "_v", None) if native else store_lines("_p", "_v")
     return "\n".join(["def make(a, b):", "    def run(env):"]
                      + _indent(_ptr_read(0, "store") + ["_v = env[b]",
                                                         store_check_line("_v", None)]
-                               + store_lines("_p", "_v"))
+                               + write)
                      + ["    return run"]) + "\n"
 
 

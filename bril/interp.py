@@ -40,7 +40,7 @@ import sys
 from .errors import BrilError
 from . import heap as heapmod
 from .linker import link
-from .pynames import function_name, variant_name
+from .pynames import function_name, var_name, variant_name
 from .ops import HELPERS as OP_HELPERS
 from .values import UNDEF, MISSING, format_float, format_value, kind_of, parse_main_args
 
@@ -133,6 +133,7 @@ class CompiledProgram:
         self.ns["_free"] = self.heap.free
         self.codes = {}             # global function index -> FunctionCode
         self.cache = None           # a bril.codecache.CodeCache for generated code
+        self.jit_mode = False       # promote to the jit variant (brili --jit)
         if native_heap:
             from .native import runtime_library
             self.use_native_heap(runtime_library())
@@ -245,9 +246,13 @@ class CompiledProgram:
         self.cache.put("py", key, data)
 
     def promote(self, cf):
-        """The normal variant of the function the cold tier's cf runs (later calls
-        run it)."""
-        fast = cf.fast = self.load(cf.index, "normal")
+        """The generated code of the function the cold tier's cf runs, now bound
+        to its Python name (later calls run it): its normal variant, or under the
+        JIT its jit variant (with counters that hand hot loops to native code)."""
+        if self.jit_mode:
+            fast = cf.fast = self.ns[function_name(cf.index, cf.name)] = self.load(cf.index, "jit")
+        else:
+            fast = cf.fast = self.load(cf.index, "normal")
         return fast
 
     def osr_entry(self, cf, block):
@@ -259,11 +264,29 @@ class CompiledProgram:
             entries = cf.osr_headers = {}
         if block in entries:
             return entries[block]
-        entry, links = self.load_with_links(cf.index, "osr", block)
-        if entry is not None and links.label_ids is not None:
-            entry = _phi_labels_to_ids(entry, links.label_ids)
+        if self.jit_mode and not self.function_code(cf.index).uses_shadows_or_phi:
+            entry = self._jit_osr_entry(cf.index, block)
+        else:
+            entry, links = self.load_with_links(cf.index, "osr", block)
+            if entry is not None and links.label_ids is not None:
+                entry = _phi_labels_to_ids(entry, links.label_ids)
         entries[block] = entry
         return entry
+
+    def _jit_osr_entry(self, index, block):
+        """Under the JIT, a running activation moves to the jitx variant (which has
+        the JIT's counters, and can be entered at any block: `_b` a layout id, the
+        variables as Python locals); None if block is no loop header."""
+        fc = self.function_code(index)
+        if block not in fc.osr_headers:
+            return None
+        jitx = self.load(index, "jitx")
+        lid = fc.blocks_by_index[block].lid
+        names = {v: var_name(v) for v in fc.variables}
+
+        def enter(env):
+            return jitx(lid, {names[k]: v for k, v in env.items() if k in names})
+        return enter
 
     def _dump_more(self, src):
         dump = _dump_requested()
@@ -446,6 +469,8 @@ def _call_in_big_thread(fn, timeout=None):
 
 
 TIERS = ("auto", "cold", "fast")
+# Under the JIT: cold-tier instructions before promotion, per visit of `--hot N`.
+JIT_PROMOTE_PER_HOT = 4
 
 
 def _fast_call(compiled, main, mfunc, values, record):
@@ -499,14 +524,19 @@ def run(prog, argv=(), *, out=None, base_dir=None, lib_dirs=(), filename=None,
             compiled.ns.update(_RE=recorder.enter, _RB=recorder.block, _RL=recorder.leave)
         if jit is not None:
             jit = jit.attach(compiled)      # None if the program is beyond native code
-        if recorder is not None or jit is not None:
+        if recorder is not None:
             tier = "fast"
+        compiled.jit_mode = jit is not None
         if tier not in TIERS:
             raise ValueError(f"tier must be one of {TIERS}")
         if tier != "fast":
             cold = compiled.cold
             cold.promote_enabled = tier == "auto"
             cold.budget = promote_after
+            if jit is not None and promote_after is None:
+                # Under the JIT a function is generated (with its hot-loop counters)
+                # early enough that `--hot N` still means N visits, roughly.
+                cold.budget = JIT_PROMOTE_PER_HOT * min(jit.hot, jit.hot_calls)
             names = [p["name"] for p in mfunc.get("args") or []]
             state = {n: v for n, v in zip(names, values) if v is not MISSING}
             call = lambda: cold.activate(cold.function(main), state)   # noqa: E731

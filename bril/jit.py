@@ -331,7 +331,8 @@ def _engine(level):
 class Jit:
     """One run's JIT state.  `attach(compiled)` is called by `bril.interp.run`."""
 
-    def __init__(self, hot=DEFAULT_HOT, level=2, hot_calls=None, background=False):
+    def __init__(self, hot=DEFAULT_HOT, level=2, hot_calls=None, background=False,
+                 shared_heap=True):
         self.hot = max(1, hot)
         self.hot_calls = max(1, hot_calls if hot_calls is not None else CALLS_PER_HOT * hot)
         self.level = level
@@ -354,30 +355,15 @@ class Jit:
         self.heap = None
         self.setup_seconds = 0.0
         self.refused = None             # why the whole program runs interpreted
+        # Keep the heap in the runtime's table from the start, so that loops that
+        # touch memory can run natively (costs the interpreter some speed).
+        self.shared_heap = shared_heap
 
     # --- set-up ------------------------------------------------------------------------
 
     def attach(self, compiled):
-        """Prepare to JIT this program; returns self, or None if native code cannot
-        run any of it (then the program is simply interpreted)."""
-        t0 = time.perf_counter()
-        try:
-            from . import native
-            from .llvm_lower import ProgramLowering
-            probe = ProgramLowering(compiled.linked)
-            for index in range(len(compiled.linked.functions)):
-                probe.info(index)           # every variable has one supported type
-        except BrilError as e:
-            self.refused = str(e)
-            return None
-        self.rt = native.runtime_library()
-        self.rt.lib.brt_heap_reset()        # a new run: empty heap, buffers, counters
-        self.engine = _engine(self.level)
-        uses_memory = any(i.get("op") == "alloc" for f in compiled.linked.functions
-                          for i in f.get("instrs") or [])
-        # The interpreter's heap moves into the runtime's region table, shared
-        # with native code (only when the program has memory to share).
-        self.heap = compiled.use_native_heap(self.rt) if uses_memory else None
+        """Prepare to JIT this program (cheaply: native code is set up when the
+        first region is compiled); returns self."""
         self.compiled = compiled
         compiled.jit_threshold = self.hot
         compiled.ns["_JX"] = self.enter
@@ -386,8 +372,35 @@ class Jit:
         compiled.ns["_JF"] = [self.hot_calls] * len(compiled.linked.functions)
         main = compiled.linked.main_index()
         compiled.ns["_JF"][main] = NEVER    # runs once: nothing to gain
-        self.setup_seconds = time.perf_counter() - t0
+        if self.shared_heap and any(i.get("op") == "alloc" for f in compiled.linked.functions
+                                    for i in f.get("instrs") or []):
+            # The interpreter's heap moves into the runtime's region table, shared
+            # with native code (chosen before anything runs: pointers cannot move).
+            if self._setup_native():
+                self.heap = compiled.use_native_heap(self.rt)
         return self
+
+    def _setup_native(self):
+        """Import the native machinery, load the runtime library, make the engine:
+        once per run, when the first region is compiled.  False if that fails
+        (then everything stays interpreted)."""
+        if self.rt is not None:
+            return True
+        if self.refused is not None:
+            return False
+        t0 = time.perf_counter()
+        try:
+            from . import native
+            self.rt = native.runtime_library()
+            self.rt.lib.brt_heap_reset()        # a new run: empty heap, buffers, counters
+            self.engine = _engine(self.level)
+        except BrilError as e:
+            self.refused = str(e)
+            self.rt = None
+            return False
+        finally:
+            self.setup_seconds += time.perf_counter() - t0
+        return True
 
     def finish(self):
         """After the run: nothing is left in the runtime's buffers."""
@@ -432,14 +445,18 @@ class Jit:
         frame.update(region.leave_fn(S, D))
         return region.lids[t], frame
 
+    def _know_hook(self, k):
+        """hook_headers covers hook k (hooks appear as functions get generated)."""
+        if self.hook_headers is None or k not in self.hook_headers:
+            self.hook_headers = {v: key for key, v in self.compiled.jit_headers.items()}
+
     def _whole_function_instead(self, k):
         """A hot loop in a function called many times already: compile the function
         whole (its later calls run natively) rather than this loop, and go on
         interpreting this call.  Only if the loop stays hot in this same call
         does it get a region of its own (one compilation, not two, in the usual
         case of a loop inside a hot function)."""
-        if self.hook_headers is None:
-            self.hook_headers = {v: key for key, v in self.compiled.jit_headers.items()}
+        self._know_hook(k)
         index = self.hook_headers[k][0]
         if k in self.deferred or index in self.calls:
             return False
@@ -500,6 +517,8 @@ class Jit:
         return self.heap.from_pair(S[0], S[1], _json_type(key[1]))
 
     def _compile_call(self, index):
+        if not self._setup_native():
+            return None
         from .jit_lower import lower_call
         fc = self.compiled.codes.get(index)
         native = NativeCall(index, fc.name if fc else "?")
@@ -587,9 +606,11 @@ class Jit:
     # --- compiling a region --------------------------------------------------------------
 
     def _compile(self, k):
+        if not self._setup_native():
+            self.regions[k] = None
+            return None
         compiled = self.compiled
-        if self.hook_headers is None:
-            self.hook_headers = {v: key for key, v in compiled.jit_headers.items()}
+        self._know_hook(k)
         index, header = self.hook_headers[k]
         fc = compiled.codes[index]
         region = None

@@ -124,4 +124,4 @@ class Links:
 
 
 # Global names of lazily compiled variants: `_G3` (generic variant of function 3).
-VARIANT_TAGS = {"generic": "G", "entry": "Y"}
+VARIANT_TAGS = {"generic": "G", "entry": "Y", "jitx": "X"}

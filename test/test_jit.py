@@ -341,7 +341,9 @@ def test_programs_beyond_native_code_are_interpreted():
   print i;
 }"""
     (_, _, _, jit), report = check(text, native=False)
-    assert report["refused"]
+    # Native code is tried where a loop gets hot, and given up with the reason.
+    assert report["regions"] and all(not r["compiled"] and "any" in r["dropped"]
+                                     for r in report["regions"])
 
 
 RECURSIVE = """
