@@ -14,8 +14,10 @@ the user and nobody else can write to it.
 
 Trust: an entry is written to a temporary file and renamed into place, so a
 reader sees a whole entry or none, whatever number of processes write at once;
-it starts with a magic word and a SHA-256 of its payload, checked on every
-read, so a truncated or corrupt entry is a miss (and is removed), never run.
+it ends with a SHA-256 of its payload and a magic word, checked on every read,
+so a truncated or corrupt entry is a miss (and is removed), never run.  (The
+check trails the payload so that a shared object stored as an entry is still
+one: `entry_path` hands its file, verified, to the dynamic loader.)
 Any failure (an unwritable or full disk, a file vanishing under us) is a miss,
 never an error: the run goes on without the cache and prints the same.
 
@@ -26,7 +28,7 @@ down to 80% of it.
 
 import os
 
-MAGIC = b"BRILCC1\n"
+MAGIC = b"\nBRILCC2"
 _DIGEST = 32
 DEFAULT_LIMIT = 256 * 1024 * 1024
 _TOUCH_INTERVAL = 60.0          # seconds; a hit refreshes an older entry's time
@@ -60,6 +62,17 @@ def sha256(data=b""):
 
 def _sha256(data):
     return sha256(data).digest()
+
+
+def _verified(data):
+    """The payload of an entry's bytes, or None if they are not a whole, intact entry."""
+    tail = len(MAGIC) + _DIGEST
+    if len(data) < tail or data[-len(MAGIC):] != MAGIC:
+        return None
+    payload = data[:-tail]
+    if _sha256(payload) != data[-tail:-len(MAGIC)]:
+        return None
+    return payload
 
 
 _serial = [0]
@@ -118,15 +131,21 @@ class CodeCache:
         except OSError:
             self.misses += 1
             return None
-        head = len(MAGIC) + _DIGEST
-        payload = data[head:]
-        if data[:len(MAGIC)] != MAGIC or _sha256(payload) != data[len(MAGIC):head]:
+        payload = _verified(data)
+        if payload is None:
             self._remove(path)          # truncated or corrupt: never used
             self.misses += 1
             return None
         self.hits += 1
         self._touch(path)
         return payload
+
+    def entry_path(self, kind, key):
+        """The path of the entry (kind, key) once its content is verified, or None:
+        for payloads used as files (a shared object for the dynamic loader)."""
+        if self.get(kind, key) is None:
+            return None
+        return self._path(kind, key)
 
     def put(self, kind, key, payload):
         """Store payload under (kind, key); silently nothing if that fails."""
@@ -140,7 +159,7 @@ class CodeCache:
             tmp = _temporary_name(folder)
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             with os.fdopen(fd, "wb") as fh:
-                fh.write(MAGIC + _sha256(payload) + payload)
+                fh.write(payload + _sha256(payload) + MAGIC)
             os.replace(tmp, path)
             tmp = None
         except OSError:

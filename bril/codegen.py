@@ -441,12 +441,6 @@ class FunctionCode:
         return variant_name(self.index, self.name, "osr", header)
 
     @property
-    def uses_shadows_or_phi(self):
-        """True if the function has ssa2 shadows or phi state (beyond its variables)."""
-        return self.has_phi or any(k for k in self.generic_types.spec_vars
-                                   if isinstance(k, tuple))
-
-    @property
     def osr_typed(self):
         """True if an osr variant may assume what `source()` assumes of pointer
         parameters: only when they are never reassigned, so that their values at
@@ -526,6 +520,11 @@ class _Emitter:
         self.links = links if links is not None else Links(fc.defname(variant, osr))
         if fc.has_phi and links is None:
             self.links.label_ids = fc.label_ids
+        if variant == "jitx" and links is None:
+            # Where the JIT's on-stack replacement may enter (loop headers: layout
+            # ids) and the variables it hands over.
+            self.links.info = {"osr": {h: fc.blocks_by_index[h].lid for h in fc.osr_headers},
+                               "variables": list(fc.variables)}
 
     def _preds(self):
         preds = {}
@@ -682,13 +681,13 @@ class _Emitter:
         (or can make) some for this loop and returns where to go on, with the
         variables native code assigned -- or None to go on interpreting here."""
         o = self.out
-        k = self.fc.program.jit_header_id(self.fc.index, loop.header)
-        o.add(ind, f"_JC[{k}] -= 1")
-        cond = f"_JC[{k}] < 0"
+        counter = self.links.counter(self.fc.index, loop.header)
+        o.add(ind, f"{counter} -= 1")
+        cond = f"{counter} < 0"
         if self.has_spec:
             cond += " and not _spec"        # native code starts outside speculation
         o.add(ind, f"if {cond}:")
-        o.add(ind + 1, f"_r = _JX({k}, locals())")
+        o.add(ind + 1, f"_r = _JX({self.fc.index}, {loop.header}, locals())")
         o.add(ind + 1, "if _r is not None:")
         if self.variant == "jitx":
             o.add(ind + 2, "_b, _r = _r")

@@ -96,6 +96,9 @@ class ColdEngine:
             cf = self.functions[index] = ColdFunction(index, self.program.linked.functions[index])
             if self.budget is not None:
                 cf.budget = self.budget
+            if index in self.program.eager_functions:
+                cf.budget = -1
+
         return cf
 
     # --- calls ------------------------------------------------------------------------

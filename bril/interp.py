@@ -134,12 +134,10 @@ class CompiledProgram:
         self.codes = {}             # global function index -> FunctionCode
         self.cache = None           # a bril.codecache.CodeCache for generated code
         self.jit_mode = False       # promote to the jit variant (brili --jit)
+        self.eager_functions = set()    # promoted at their first call (the JIT's profile)
         if native_heap:
             from .native import runtime_library
             self.use_native_heap(runtime_library())
-        self.jit_headers = {}       # (function index, header block index) -> hook number
-        self.jit_threshold = 0
-        self.ns["_JC"] = []         # per hook: arrivals left before it calls _JX
 
     def use_native_heap(self, rt):
         """Keep the heap in brilrt's region table (`bril.heap.NativeHeap`), shared
@@ -207,6 +205,13 @@ class CompiledProgram:
         for name, i, variant in links.variants:
             if name not in ns:
                 ns[name] = self._lazy_variant(name, i, variant)
+        for name, (i, headers) in links.counters.items():
+            counters = ns.get(name)
+            if counters is None:
+                counters = ns[name] = {}
+            for h in headers:
+                if h not in counters:
+                    counters[h] = self.jit_counter_start(i, h)
 
     def _lazy_variant(self, name, index, variant):
         """A stand-in that loads a variant on its first call (then binds it)."""
@@ -264,7 +269,7 @@ class CompiledProgram:
             entries = cf.osr_headers = {}
         if block in entries:
             return entries[block]
-        if self.jit_mode and not self.function_code(cf.index).uses_shadows_or_phi:
+        if self.jit_mode and not _shadows_or_phi(self.linked.functions[cf.index]):
             entry = self._jit_osr_entry(cf.index, block)
         else:
             entry, links = self.load_with_links(cf.index, "osr", block)
@@ -277,12 +282,11 @@ class CompiledProgram:
         """Under the JIT, a running activation moves to the jitx variant (which has
         the JIT's counters, and can be entered at any block: `_b` a layout id, the
         variables as Python locals); None if block is no loop header."""
-        fc = self.function_code(index)
-        if block not in fc.osr_headers:
+        jitx, links = self.load_with_links(index, "jitx")
+        lid = links.info["osr"].get(block)
+        if lid is None:
             return None
-        jitx = self.load(index, "jitx")
-        lid = fc.blocks_by_index[block].lid
-        names = {v: var_name(v) for v in fc.variables}
+        names = {v: var_name(v) for v in links.info["variables"]}
 
         def enter(env):
             return jitx(lid, {names[k]: v for k, v in env.items() if k in names})
@@ -300,15 +304,10 @@ class CompiledProgram:
             fc = self.codes[index] = FunctionCode(index, self.linked.functions[index], self)
         return fc
 
-    def jit_header_id(self, index, header):
-        """A program-wide number for the loop of function `index` headed by block
-        `header` (the jit variant's hooks index `_JC` with it)."""
-        key = (index, header)
-        k = self.jit_headers.get(key)
-        if k is None:
-            k = self.jit_headers[key] = len(self.jit_headers)
-            self.ns["_JC"].append(self.jit_threshold)
-        return k
+    def jit_counter_start(self, index, header):
+        """Arrivals at loop header `header` of function `index` before the jit variant
+        calls the JIT (set by `bril.jit.Jit.attach`)."""
+        return 0
 
     def prepare(self, root_index, record=False, jit=False):
         """Type-check every function reachable from root_index, then generate and
@@ -344,7 +343,7 @@ class CompiledProgram:
 
 
 # Variants kept in the code cache (the others carry hooks numbered per run).
-_CACHED_VARIANTS = ("normal", "generic", "osr", "entry")
+_CACHED_VARIANTS = ("normal", "generic", "osr", "entry", "jit", "jitx")
 
 
 def _links_from_data(data):
@@ -352,6 +351,11 @@ def _links_from_data(data):
         return None
     from .pynames import Links
     return Links.from_data(data)
+
+
+def _shadows_or_phi(func):
+    """True if a function keeps state beyond its variables (ssa2 shadows, phi's labels)."""
+    return any(i.get("op") in ("set", "get", "phi") for i in func.get("instrs") or ())
 
 
 def _phi_labels_to_ids(entry, label_ids):

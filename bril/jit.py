@@ -39,17 +39,13 @@ and jumps to its label, as in the interpreter.  Programs native code cannot
 handle at all (`any`, a variable of two types, ...) simply run interpreted.
 """
 
-import atexit
 import collections
 import ctypes
 import itertools
-import queue
-import threading
 import time
-from concurrent.futures import Future
 
-from . import codegen
 from .errors import BrilError
+from .resume import Slots, json_type, marshal_source
 
 DEFAULT_HOT = 1000
 # A region whose entries average fewer native instructions than this (measured
@@ -60,6 +56,17 @@ NEVER = 1 << 62
 # While a region or function compiles in the background, its hook looks again
 # after this many more arrivals.
 RECHECK = 64
+# Predicted cost of compiling (seconds), for deciding when it pays: importing
+# LLVM and making the target machine once, linking a shared object for the code
+# cache, and per unit a base and a part per Bril instruction (measured here at
+# -O2: 10-60 ms a region).
+SETUP_COST = 0.15
+LINK_COST = 0.03
+COMPILE_BASE = 0.01
+COMPILE_PER_INSTR = 0.0005
+# A cold run compiles a loop or function only once it has run interpreted for
+# this many times the predicted cost: at worst 1/PAY_BACK slower than without.
+PAY_BACK = 12
 # A function becomes native code, whole, after this many times `hot` calls
 # (compiling one costs about as much as interpreting a few thousand calls).
 CALLS_PER_HOT = 5
@@ -80,6 +87,8 @@ class NativeCall:
     def __init__(self, index, name):
         self.index = index
         self.name = name
+        self.unit = None                # its bril.jitcache.LoadedUnit, if kept in the cache
+        self.unit_key = None
         self.address = None
         self.pending = None             # a background compilation (Future)
         self.symbol = None
@@ -96,9 +105,12 @@ class NativeCall:
 class Region:
     """One compiled loop region and its statistics."""
 
-    def __init__(self, k, fc, header, blocks, entries):
-        self.k = k
-        self.fc = fc
+    def __init__(self, index, fc, header, blocks, entries):
+        self.index = index              # the function
+        self.fc = fc                    # its FunctionCode (None for a unit from the cache)
+        self.unit = None                # its bril.jitcache.LoadedUnit, if kept in the cache
+        self.unit_key = None
+        self.instrs = 0
         self.header = header            # the header of the loop the region is
         self.blocks = blocks            # block indices that run natively
         self.entry_blocks = entries     # loop headers where native code can be entered
@@ -204,114 +216,6 @@ def select_region(fc, header):
     return out
 
 
-# --- moving variables between the interpreter's frame and the slot array -------------------
-
-def _marshal_source(slots, heap_names):
-    """Python source of `_in(L, S, D)` (frame locals -> slots; False if a value does
-    not have its declared kind) and `_out(S, D)` (slots -> {local: value})."""
-    lines = ["def _in(L, S, D):"]
-    for n in slots.names:
-        key = slots.types[n]
-        i = slots.index(n)
-        py = codegen.var_name(n)
-        lines.append(f"    v = L.get({py!r}, _M)")
-        lines.append("    if v is _M:")
-        lines.append(f"        S[{i}] = 0")
-        lines.append("    else:")
-        test, store = {
-            "int": ("int", f"S[{i + 1}] = v"),
-            "bool": ("bool", f"S[{i + 1}] = v"),
-            "float": ("float", f"D[{i + 1}] = v"),
-            "char": ("str", f"S[{i + 1}] = ord(v)"),
-        }.get(key, ("tuple", f"S[{i + 1}], S[{i + 2}] = _to_pair(v)"))
-        lines.append(f"        if type(v) is not {test}: return False")
-        lines.append(f"        S[{i}] = 1; {store}")
-    lines.append("    return True")
-    lines.append("def _out(S, D):")
-    lines.append("    r = {}")
-    for n in slots.names:
-        if n not in slots.written:
-            continue
-        key = slots.types[n]
-        i = slots.index(n)
-        py = codegen.var_name(n)
-        value = {
-            "int": f"S[{i + 1}]",
-            "bool": f"S[{i + 1}] != 0",
-            "float": f"D[{i + 1}]",
-            "char": f"chr(S[{i + 1}])",
-        }.get(key)
-        if value is None:
-            elem = heap_names.setdefault(repr(key[1]), f"_T{len(heap_names)}")
-            value = f"_from_pair(S[{i + 1}], S[{i + 2}], {elem})"
-        lines.append(f"    if S[{i}]: r[{py!r}] = {value}")
-    lines.append("    return r")
-    return "\n".join(lines) + "\n"
-
-
-def _json_type(key):
-    return key if isinstance(key, str) else {"ptr": _json_type(key[1])}
-
-
-class _Worker:
-    """One background thread turning IR text into machine code (object files),
-    in submission order.  It touches no engine: loading the code into the
-    engine happens on the interpreter's thread (`Jit._collect`).  ctypes
-    releases the GIL during LLVM's work, so the interpreter goes on running on
-    the other core meanwhile."""
-
-    def __init__(self):
-        self.jobs = queue.SimpleQueue()
-        self.unfinished = 0
-        self.idle = threading.Condition()
-        threading.Thread(target=self._loop, name="bril-jit-compiler", daemon=True).start()
-        # LLVM's static destructors run when the process exits: not while this
-        # thread is inside LLVM.  (`brili` itself leaves with os._exit instead.)
-        atexit.register(self.wait, 60)
-
-    def submit(self, text, level):
-        job = Future()
-        job.seconds = 0.0
-        with self.idle:
-            self.unfinished += 1
-        self.jobs.put((job, text, level))
-        return job
-
-    def wait(self, timeout=None):
-        """Until every submitted job is done (or timeout seconds)."""
-        with self.idle:
-            self.idle.wait_for(lambda: self.unfinished == 0, timeout)
-
-    def _loop(self):
-        from . import native
-        while True:
-            job, text, level = self.jobs.get()
-            t0 = time.perf_counter()
-            try:
-                result = native.compile_object(text, level)
-            except BaseException as e:          # handed to the interpreter's thread
-                job.seconds = time.perf_counter() - t0
-                job.set_exception(e)
-            else:
-                job.seconds = time.perf_counter() - t0
-                job.set_result(result)
-            with self.idle:
-                self.unfinished -= 1
-                self.idle.notify_all()
-
-
-_WORKER = None
-_WORKER_LOCK = threading.Lock()
-
-
-def _worker():
-    global _WORKER
-    with _WORKER_LOCK:
-        if _WORKER is None:
-            _WORKER = _Worker()
-    return _WORKER
-
-
 _ENGINES = {}
 _REGION_NAMES = itertools.count()
 _RUNS = itertools.count()
@@ -329,71 +233,104 @@ def _engine(level):
 
 
 class Jit:
-    """One run's JIT state.  `attach(compiled)` is called by `bril.interp.run`."""
+    """One run's JIT state.  `attach(compiled)` is called by `bril.interp.run`.
+
+    `cache`: a `bril.codecache.CodeCache` where compiled units and the program's
+    profile are kept across runs (None: nothing is kept, code is compiled in
+    process with MCJIT).  `pay_back`: a cold compilation happens only once the
+    loop or function has already run interpreted for that many times what the
+    compilation is predicted to cost (so a run is never more than 1 + 1/pay_back
+    times slower than without the JIT, whatever comes next); 0 compiles as soon
+    as something is hot (tests).  `shared_heap`: the interpreter keeps a program's
+    heap in the runtime's region table, so that native code can touch memory:
+    True always (it slows interpreted memory access somewhat), None when the
+    profile says native code needed it last time."""
 
     def __init__(self, hot=DEFAULT_HOT, level=2, hot_calls=None, background=False,
-                 shared_heap=True):
+                 cache=None, pay_back=0, shared_heap=True):
         self.hot = max(1, hot)
         self.hot_calls = max(1, hot_calls if hot_calls is not None else CALLS_PER_HOT * hot)
         self.level = level
         # Compile on another thread while the interpreter goes on (the result is
         # the same either way; only how soon native code takes over differs).
         self.background = background
+        self.cache = cache
+        self.pay_back = pay_back
         self.compiled = None
-        self.regions = {}               # hook number -> Region (or None: interpreted)
+        self.regions = {}               # (function, header) -> Region (or None: interpreted)
         self.all_regions = []           # in order of compilation
-        self.hook_headers = None        # hook number -> (function index, header)
         self.prefix = f"jit{next(_RUNS)}"   # symbols of this run's native functions
-        self.native_functions = set()   # indices of functions compiled whole (any module)
+        self.native_functions = set()   # indices of functions compiled whole (MCJIT modules)
         self.calls = {}                 # function index -> NativeCall (or None)
         self.all_calls = []
-        self.deferred = set()           # hooks whose loop waited for a whole function
+        self.deferred = set()           # loops that waited for a whole function
         self.queue = collections.deque()    # compiling in the background, in order
         self.failed = set()             # indices of functions whose module failed
         self.rt = None
         self.engine = None
         self.heap = None
         self.setup_seconds = 0.0
-        self.refused = None             # why the whole program runs interpreted
-        # Keep the heap in the runtime's table from the start, so that loops that
-        # touch memory can run natively (costs the interpreter some speed).
+        self.refused = None             # why nothing can run natively
+        self.hot_since = {}             # (function, header) or function -> first firing
+        self.profile = None             # what earlier runs learned (bril.jitcache)
+        self.profile_key = None
+        self.wanted_heap = False        # a region needed the shared heap it did not have
+        self.cache_hits = 0
         self.shared_heap = shared_heap
 
     # --- set-up ------------------------------------------------------------------------
 
     def attach(self, compiled):
-        """Prepare to JIT this program (cheaply: native code is set up when the
-        first region is compiled); returns self."""
+        """Prepare to JIT this program, cheaply: native code is set up when the first
+        unit is compiled or loaded.  With a profile from earlier runs, the loops
+        and functions that were compiled then enter native code at once."""
         self.compiled = compiled
-        compiled.jit_threshold = self.hot
+        compiled.jit_counter_start = self._counter_start
         compiled.ns["_JX"] = self.enter
         compiled.ns["_JY"] = self.call
         compiled.ns["_JNO"] = _NOT_NATIVE
-        compiled.ns["_JF"] = [self.hot_calls] * len(compiled.linked.functions)
+        compiled.ns["_JF"] = jf = [self.hot_calls] * len(compiled.linked.functions)
         main = compiled.linked.main_index()
-        compiled.ns["_JF"][main] = NEVER    # runs once: nothing to gain
-        if self.shared_heap and any(i.get("op") == "alloc" for f in compiled.linked.functions
-                                    for i in f.get("instrs") or []):
-            # The interpreter's heap moves into the runtime's region table, shared
-            # with native code (chosen before anything runs: pointers cannot move).
-            if self._setup_native():
+        jf[main] = NEVER                # runs once: nothing to gain
+        if self.cache is not None:
+            from . import jitcache
+            self.profile_key = jitcache.program_key(compiled.linked)
+            self.profile = jitcache.load_profile(self.cache, self.profile_key)
+        profile = self.profile or {}
+        for index in profile.get("calls", {}):
+            if index != main and index < len(jf):
+                jf[index] = 0           # native from the first call
+                compiled.eager_functions.add(index)
+        for index, header in profile.get("regions", {}):
+            compiled.eager_functions.add(index)
+        if (self.shared_heap or profile.get("heap")) and any(i.get("op") == "alloc"
+                                       for f in compiled.linked.functions
+                                       for i in f.get("instrs") or []):
+            # Native code touched memory last time: the interpreter keeps its heap
+            # in the runtime's region table from the start (pointers cannot move
+            # later), so that both sides see the same cells.
+            if self._setup_runtime():
                 self.heap = compiled.use_native_heap(self.rt)
         return self
 
-    def _setup_native(self):
-        """Import the native machinery, load the runtime library, make the engine:
-        once per run, when the first region is compiled.  False if that fails
-        (then everything stays interpreted)."""
+    def _counter_start(self, index, header):
+        """Arrivals at a loop header before its hook fires: none for a loop native
+        code ran last time."""
+        if (index, header) in (self.profile or {}).get("regions", {}):
+            return 0
+        return self.hot
+
+    def _setup_runtime(self):
+        """The run-time library in this process (no LLVM); False if unavailable."""
         if self.rt is not None:
             return True
         if self.refused is not None:
             return False
         t0 = time.perf_counter()
         try:
-            from . import native
-            self.rt = native.runtime_library()
+            from .nativert import runtime_library
+            self.rt = runtime_library()
             self.rt.lib.brt_heap_reset()        # a new run: empty heap, buffers, counters
-            self.engine = _engine(self.level)
         except BrilError as e:
             self.refused = str(e)
             self.rt = None
@@ -402,26 +339,69 @@ class Jit:
             self.setup_seconds += time.perf_counter() - t0
         return True
 
+    def _setup_compiler(self):
+        """LLVM, for compiling (not needed to load a cached unit)."""
+        if not self._setup_runtime():
+            return False
+        if self.engine is None and self.cache is None:
+            t0 = time.perf_counter()
+            try:
+                self.engine = _engine(self.level)
+            except BrilError as e:
+                self.refused = str(e)
+                return False
+            finally:
+                self.setup_seconds += time.perf_counter() - t0
+        return True
+
     def finish(self):
-        """After the run: nothing is left in the runtime's buffers."""
+        """After the run: nothing is left in the runtime's buffers; what was learned
+        goes into the profile."""
         self._drain()
+        self._store_profile()
 
-    # --- the hook ----------------------------------------------------------------------
+    # --- when compiling pays --------------------------------------------------------------
 
-    def enter(self, k, frame):
-        region = self.regions.get(k, False)
+    def _pays(self, what, instrs):
+        """Ski rental: compile `what` (a loop key or a function index) once it has
+        been hot for pay_back times the predicted cost of compiling it."""
+        now = time.perf_counter()
+        first = self.hot_since.setdefault(what, now)
+        if self.pay_back <= 0:
+            return True
+        cost = COMPILE_BASE + COMPILE_PER_INSTR * instrs
+        if self.rt is None:
+            cost += SETUP_COST
+        if self.cache is not None:
+            cost += LINK_COST
+        return now - first >= self.pay_back * cost
+
+    def _loop_size(self, index):
+        return len(self.compiled.linked.functions[index].get("instrs") or ())
+
+    # --- the hooks ---------------------------------------------------------------------
+
+    def enter(self, index, header, frame):
+        key = (index, header)
+        region = self.regions.get(key, False)
+        counters = self.compiled.ns[f"_JC{index}"]
         if region is False:
-            if self._whole_function_instead(k):
-                return None
-            region = self._compile(k)
+            region = self._cached_region(index, header)
+            if region is False:
+                if self._whole_function_instead(index, header):
+                    return None
+                if not self._pays(key, self._loop_size(index)):
+                    counters[header] = self.hot
+                    return None
+                region = self._compile(index, header)
         if region is None or not self._ready(region):
-            self.compiled.ns["_JC"][k] = \
+            counters[header] = \
                 RECHECK if region is not None and region.pending is not None else NEVER
             return None
         S, D = region.buffers
         if not region.enter_fn(frame, S, D):
             return None                 # a value of another kind: let the interpreter fail
-        S[region.slots.size] = self.hook_headers[k][1]
+        S[region.slots.size] = header
         ns = self.compiled.ns
         region.entries += 1
         try:
@@ -445,30 +425,24 @@ class Jit:
         frame.update(region.leave_fn(S, D))
         return region.lids[t], frame
 
-    def _know_hook(self, k):
-        """hook_headers covers hook k (hooks appear as functions get generated)."""
-        if self.hook_headers is None or k not in self.hook_headers:
-            self.hook_headers = {v: key for key, v in self.compiled.jit_headers.items()}
-
-    def _whole_function_instead(self, k):
+    def _whole_function_instead(self, index, header):
         """A hot loop in a function called many times already: compile the function
         whole (its later calls run natively) rather than this loop, and go on
         interpreting this call.  Only if the loop stays hot in this same call
         does it get a region of its own (one compilation, not two, in the usual
         case of a loop inside a hot function)."""
-        self._know_hook(k)
-        index = self.hook_headers[k][0]
-        if k in self.deferred or index in self.calls:
+        key = (index, header)
+        if key in self.deferred or index in self.calls:
             return False
         ns = self.compiled.ns
         if self.hot_calls - ns["_JF"][index] < CALLS_FOR_WHOLE:
             return False
-        self.deferred.add(k)
+        self.deferred.add(key)
         native = self.calls[index] = self._compile_call(index)
         if native is None:
             return False
         ns["_JF"][index] = 0                # the next call runs natively
-        ns["_JC"][k] = self.hot
+        ns[f"_JC{index}"][header] = self.hot
         return True
 
     def call(self, index, args):
@@ -477,7 +451,13 @@ class Jit:
         result, or _NOT_NATIVE to interpret it."""
         native = self.calls.get(index, False)
         if native is False:
-            native = self.calls[index] = self._compile_call(index)
+            native = self._cached_call(index)
+            if native is False:
+                if not self._pays(index, self._loop_size(index)):
+                    self.compiled.ns["_JF"][index] = self.hot_calls
+                    return _NOT_NATIVE
+                native = self._compile_call(index)
+            self.calls[index] = native
         if native is None or not self._ready(native):
             self.compiled.ns["_JF"][index] = \
                 RECHECK if native is not None and native.pending is not None else NEVER
@@ -514,47 +494,150 @@ class Jit:
             return D[0]
         if key == "char":
             return chr(S[0])
-        return self.heap.from_pair(S[0], S[1], _json_type(key[1]))
+        return self.heap.from_pair(S[0], S[1], json_type(key[1]))
+
+    # --- units from the cache -------------------------------------------------------------
+
+    def _cached_region(self, index, header):
+        """The region a profile names for this loop, loaded from the cache without
+        LLVM; False if there is none (compile as usual)."""
+        spec = (self.profile or {}).get("regions", {}).get((index, header))
+        if spec is None or self.cache is None:
+            return False
+        from . import jitcache
+        blocks, entries = spec["blocks"], spec["entries"]
+        ukey = jitcache.unit_key(self.compiled.linked, "region", index, blocks, entries,
+                                 self.level)
+        if not self._setup_runtime():
+            return False
+        unit = jitcache.load_unit(self.cache, ukey)
+        if unit is None or (unit.meta.get("heap") and self.heap is None):
+            return False
+        self.cache_hits += 1
+        region = Region(index, None, header, set(blocks), set(entries))
+        region.unit_key = ukey
+        self._use_region_unit(region, unit)
+        self._register_region(region)
+        return region
+
+    def _cached_call(self, index):
+        spec = (self.profile or {}).get("calls", {}).get(index)
+        if spec is None or self.cache is None:
+            return False
+        from . import jitcache
+        ukey = jitcache.unit_key(self.compiled.linked, "call", index, None, None, self.level)
+        if not self._setup_runtime():
+            return False
+        unit = jitcache.load_unit(self.cache, ukey)
+        if unit is None or (unit.meta.get("heap") and self.heap is None):
+            return False
+        self.cache_hits += 1
+        native = NativeCall(index, self.compiled.linked.functions[index].get("name", ""))
+        native.unit_key = ukey
+        self._use_call_unit(native, unit)
+        self.all_calls.append(native)
+        return native
+
+    def _use_region_unit(self, region, unit):
+        meta = unit.meta
+        region.slots = Slots.from_data(meta["slots"])
+        region.address = unit.address
+        region.unit = unit
+        region.lids = dict(meta["lids"])
+        region.instrs = meta["instrs"]
+        self._marshal_functions(region)
+
+    def _use_call_unit(self, native, unit):
+        meta = unit.meta
+        native.address = unit.address
+        native.unit = unit
+        native.types, native.result = list(meta["types"]), meta["result"]
+        self._call_buffers(native)
+
+    def _store_profile(self):
+        """What this run learned, for the next: every unit it compiled or used, and
+        whether native code needed the shared heap."""
+        if self.cache is None or self.profile_key is None:
+            return
+        regions = {}
+        for r in self.all_regions:
+            if r.unit_key is not None and r.dropped is None:
+                regions[(r.index, r.header)] = {"blocks": sorted(r.blocks),
+                                                "entries": sorted(r.entry_blocks)}
+        calls = {n.index: {} for n in self.all_calls
+                 if n.unit_key is not None and n.dropped is None}
+        heap = self.heap is not None or self.wanted_heap
+        profile = {"regions": regions, "calls": calls, "heap": heap}
+        if profile != (self.profile or {"regions": {}, "calls": {}, "heap": False}):
+            from . import jitcache
+            jitcache.store_profile(self.cache, self.profile_key, profile)
+
+    # --- compiling ----------------------------------------------------------------------
 
     def _compile_call(self, index):
-        if not self._setup_native():
+        if not self._setup_compiler():
             return None
         from .jit_lower import lower_call
-        fc = self.compiled.codes.get(index)
-        native = NativeCall(index, fc.name if fc else "?")
+        fc = self.compiled.function_code(index)
+        native = NativeCall(index, fc.name)
         t0 = time.perf_counter()
         try:
             name = f"jit.call.{next(_REGION_NAMES)}"
             module, types, result, defined, used = lower_call(
                 self.compiled.linked, index, name, prefix=self.prefix,
-                compiled_functions=self.native_functions)
-            if self.heap is None and any(not isinstance(t, str) for t in types + [result]
-                                         if t is not None):
+                compiled_functions=self._shared_functions())
+            heap = any(not isinstance(t, str) for t in types + [result] if t is not None)
+            if self.heap is None and heap:
+                self.wanted_heap = True
                 raise BrilError("pointers need the shared heap")
             native.compile_seconds = time.perf_counter() - t0
-            self._machine_code(native, module, name, defined, used)
+            meta = {"symbol": name, "types": types, "result": result, "heap": heap}
+            self._machine_code(native, module, name, defined, used, "call", None, None, meta)
         except BrilError as e:
             native.dropped = str(e)
             self.all_calls.append(native)
             return None
         self.native_functions.update(defined)
         native.types, native.result = types, result
-        S = (ctypes.c_int64 * max(2, 2 * len(types)))()
-        native.buffers = (S, (ctypes.c_double * len(S)).from_buffer(S))
+        self._call_buffers(native)
         self.all_calls.append(native)
         return native
 
-    def _machine_code(self, obj, module, name, defined, used):
-        """Compile a lowered module for obj (a Region or NativeCall) now, or hand it
-        to the background thread; `obj.address` is set when it is ready."""
+    def _call_buffers(self, native):
+        S = (ctypes.c_int64 * max(2, 2 * len(native.types)))()
+        native.buffers = (S, (ctypes.c_double * len(S)).from_buffer(S))
+
+    def _shared_functions(self):
+        """Functions a new MCJIT module may take from earlier ones (none for units
+        kept in the cache: each stands alone)."""
+        return set() if self.cache is not None else self.native_functions
+
+    def _machine_code(self, obj, module, name, defined, used, kind, blocks, entries, meta):
+        """Compile a lowered module for obj (a Region or NativeCall): into a shared
+        object kept in the code cache (with a cache), else with MCJIT now or on
+        the background thread; `obj.address` is set when it is ready."""
         from . import native
         t0 = time.perf_counter()
+        if self.cache is not None:
+            from . import jitcache
+            ukey = jitcache.unit_key(self.compiled.linked, kind, obj.index, blocks, entries,
+                                     self.level)
+            try:
+                shared = native.build_shared_object(module, self.level)
+            finally:
+                obj.compile_seconds += time.perf_counter() - t0
+            unit = jitcache.store_unit(self.cache, ukey, shared, meta)
+            if unit is None:
+                raise BrilError("the compiled code could not be kept in the code cache")
+            obj.unit, obj.unit_key, obj.address = unit, ukey, unit.address
+            return
         text = native.ir_text(module, self.engine.tm)
         obj.compile_seconds += time.perf_counter() - t0
         obj.symbol = name
         obj.defines, obj.uses = set(defined), set(used)
         if self.background:
-            obj.pending = _worker().submit(text, self.level)
+            from .jit_worker import worker
+            obj.pending = worker().submit(text, self.level)
             self.queue.append(obj)
             return
         t0 = time.perf_counter()
@@ -605,17 +688,15 @@ class Jit:
 
     # --- compiling a region --------------------------------------------------------------
 
-    def _compile(self, k):
-        if not self._setup_native():
-            self.regions[k] = None
+    def _compile(self, index, header):
+        key = (index, header)
+        if not self._setup_compiler():
+            self.regions[key] = None
             return None
-        compiled = self.compiled
-        self._know_hook(k)
-        index, header = self.hook_headers[k]
-        fc = compiled.codes[index]
+        fc = self.compiled.function_code(index)
         region = None
         for blocks, entries in select_region(fc, header):
-            region = Region(k, fc, header, blocks, entries)
+            region = Region(index, fc, header, blocks, entries)
             try:
                 self._build(region)
                 break
@@ -623,18 +704,21 @@ class Jit:
                 region.dropped = str(e)
                 region.address = region.pending = None
         if region is None:
-            self.regions[k] = None
+            self.regions[key] = None
             return None
-        # Every loop the region can be entered at tries it at its next visits.
-        self.all_regions.append(region)
-        jc = compiled.ns["_JC"]
-        for h in entries:
-            hk = compiled.jit_headers.get((index, h))
-            if hk is not None and self.regions.get(hk) is None:
-                self.regions[hk] = region
-                if region.address is not None or region.pending is not None:
-                    jc[hk] = min(jc[hk], 0)
+        self._register_region(region)
         return region
+
+    def _register_region(self, region):
+        """Every loop the region can be entered at tries it at its next visits."""
+        self.all_regions.append(region)
+        counters = self.compiled.ns.get(f"_JC{region.index}", {})
+        for h in region.entry_blocks:
+            if self.regions.get((region.index, h)) is None:
+                self.regions[(region.index, h)] = region
+                if h in counters and (region.address is not None or region.pending is not None):
+                    counters[h] = min(counters[h], 0)
+        self.regions.setdefault((region.index, region.header), region)
 
     def _build(self, region):
         from .jit_lower import lower_region
@@ -645,28 +729,40 @@ class Jit:
         t0 = time.perf_counter()
         module, slots, defined, used = lower_region(
             self.compiled.linked, fc.index, region.blocks, sorted(region.entry_blocks), name,
-            prefix=self.prefix, compiled_functions=self.native_functions)
-        if self.heap is None and any(not isinstance(t, str) for t in slots.types.values()):
+            prefix=self.prefix, compiled_functions=self._shared_functions())
+        heap = any(not isinstance(t, str) for t in slots.types.values())
+        if self.heap is None and heap:
+            self.wanted_heap = True
             raise BrilError("pointers need the shared heap")
         region.compile_seconds = time.perf_counter() - t0
-        self._machine_code(region, module, name, defined, used)
-        self.native_functions.update(defined)
+        region.lids = {bi: b.lid for bi, b in enumerate(fc.blocks_by_index) if b.lid is not None}
+        region.instrs = sum(fc.blocks_by_index[bi].size for bi in region.blocks)
+        meta = {"symbol": name, "heap": heap, "slots": slots.as_data(),
+                "lids": region.lids, "instrs": region.instrs}
+        self._machine_code(region, module, name, defined, used, "region", region.blocks,
+                           region.entry_blocks, meta)
+        if self.cache is None:
+            self.native_functions.update(defined)
         region.slots = slots
+        self._marshal_functions(region)
+
+    def _marshal_functions(self, region):
+        """The functions moving variables between the frame and the slot array."""
+        slots = region.slots
         heap_names = {}
-        src = _marshal_source(slots, heap_names)
+        src = marshal_source(slots, heap_names)
         env = {"_M": object()}
         if self.heap is not None:
             env["_to_pair"] = self.heap.to_pair
             env["_from_pair"] = self.heap.from_pair
         for typ_repr, pyname in heap_names.items():
-            env[pyname] = _json_type(eval(typ_repr))
-        exec(compile(src, f"<jit region {region.k}>", "exec"), env)
+            env[pyname] = json_type(eval(typ_repr))
+        exec(compile(src, f"<jit region {region.index} {region.header}>", "exec"), env)
         region.enter_fn, region.leave_fn = env["_in"], env["_out"]
         # slots, then the block to start at
         S = (ctypes.c_int64 * (slots.size + 1))()
         D = (ctypes.c_double * (slots.size + 1)).from_buffer(S)
         region.buffers = (S, D)
-        region.lids = {bi: b.lid for bi, b in enumerate(fc.blocks_by_index) if b.lid is not None}
 
     # --- the report ----------------------------------------------------------------------
 
@@ -674,11 +770,10 @@ class Jit:
         """JSON-ready summary: per region, where it is, what it covers, compile time,
         native entries and exits."""
         out = {"setup_seconds": round(self.setup_seconds, 4), "refused": self.refused,
-               "regions": [], "functions": []}
-        for k, region in sorted(self.regions.items()):
+               "cache_hits": self.cache_hits, "regions": [], "functions": []}
+        for (index, header), region in sorted(self.regions.items()):
             if region is None:
-                index, header = self.hook_headers[k]
-                fc = self.compiled.codes[index]
+                fc = self.compiled.function_code(index)
                 out["regions"].append({
                     "function": fc.name, "header": _block_name(fc, header),
                     "compiled": False,
@@ -690,6 +785,7 @@ class Jit:
                 "function": native.name,
                 "compiled": native.address is not None or native.entries > 0,
                 "compiling": native.pending is not None,
+                "from_cache": native.compile_seconds == 0 and native.unit is not None,
                 "compile_seconds": round(native.compile_seconds, 4),
                 "calls": native.entries,
                 "native_instructions": native.native_instrs,
@@ -697,15 +793,16 @@ class Jit:
                 "error": native.error,
             })
         for region in self.all_regions:
-            fc = region.fc
+            fc = self.compiled.function_code(region.index)
             out["regions"].append({
                 "function": fc.name,
                 "header": _block_name(fc, region.header),
                 "entered_at": [_block_name(fc, bi) for bi in sorted(region.entry_blocks)],
                 "blocks": [_block_name(fc, bi) for bi in sorted(region.blocks)],
-                "instructions": sum(fc.blocks_by_index[bi].size for bi in region.blocks),
+                "instructions": region.instrs,
                 "compiled": region.address is not None or region.entries > 0,
                 "compiling": region.pending is not None,
+                "from_cache": region.compile_seconds == 0 and region.unit is not None,
                 "compile_seconds": round(region.compile_seconds, 4),
                 "entries": region.entries,
                 "exits": {_block_name(fc, t): n for t, n in sorted(region.exits.items())},

@@ -28,21 +28,8 @@ the interpreter's count after each native call.
 from llvmlite import ir
 
 from .llvm_lower import (FunctionInfo, FunctionLowering, ProgramLowering, Unsupported, I1,
-                         I32, I64, F64, PTR, POINTER, const_int, kind)
-
-
-class Slots:
-    """Where each variable lives in the slot array, and what the region assigns."""
-
-    def __init__(self, names, types, written, function_name):
-        self.names = names              # variables, in slot order
-        self.types = types              # name -> type key (bril.llvm_lower.type_key)
-        self.written = written          # names the region may assign (written back)
-        self.function_name = function_name
-        self.size = 3 * len(names)
-
-    def index(self, name):
-        return 3 * self.names.index(name)
+                         I64, PTR, const_int, kind)
+from .resume import Slots, decode_slot as _decode, encode_slot as _encode
 
 
 def _region_variables(info, region):
@@ -257,24 +244,3 @@ def lower_call(linked, index, name, prefix="jit", compiled_functions=()):
     defined = program.lower_called()
     return (program.module, types, info.ret_type, defined,
             program.called & set(compiled_functions))
-
-
-def _decode(bld, key, raw, second):
-    if key == "int":
-        return raw
-    if key == "bool":
-        return bld.icmp_unsigned("!=", raw, const_int(0))
-    if key == "float":
-        return bld.bitcast(raw, F64)
-    if key == "char":
-        return bld.trunc(raw, I32)
-    p = bld.insert_value(ir.Constant(POINTER, ir.Undefined), raw, 0)
-    return bld.insert_value(p, second(), 1)
-
-
-def _encode(bld, key, v):
-    if key in ("bool", "char"):
-        return bld.zext(v, I64)
-    if key == "float":
-        return bld.bitcast(v, I64)
-    return v

@@ -23,15 +23,11 @@ link.
 
 import hashlib
 import os
-import shutil
-import subprocess
 import tempfile
 import threading
-from pathlib import Path
 
 from .errors import BrilError
 
-RUNTIME_SOURCE = Path(__file__).resolve().parent / "runtime" / "brilrt.c"
 
 _init_lock = threading.Lock()
 _llvm = None
@@ -112,66 +108,15 @@ def emit_llvm(module, level=2):
     return str(optimize(module, level))
 
 
-# --- the C side: run-time library and linking -----------------------------------------------
+# --- the C side: run-time library and linking (see bril.nativert) ---------------------------
 
-def c_compiler():
-    """The C compiler command, or None if there is none."""
-    cc = os.environ.get("CC")
-    if cc:
-        return cc
-    for name in ("cc", "gcc", "clang"):
-        if shutil.which(name):
-            return name
-    return None
-
-
-def _cache_dir():
-    base = os.environ.get("BRIL_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "bril-speculate")
-    try:
-        os.makedirs(base, exist_ok=True)
-        if os.access(base, os.W_OK):
-            return base
-    except OSError:
-        pass
-    fallback = os.path.join(tempfile.gettempdir(), f"bril-speculate-{os.getuid()}")
-    os.makedirs(fallback, exist_ok=True)
-    return fallback
-
-
-def _run(argv, what):
-    try:
-        done = subprocess.run(argv, capture_output=True, text=True)
-    except OSError as e:
-        raise BrilError(f"cannot run {argv[0]}: {e.strerror}") from None
-    if done.returncode != 0:
-        detail = " ".join(done.stderr.split())[:300]
-        raise BrilError(f"{what} failed: {detail}")
-
-
-_runtime_lock = threading.Lock()
-
-
-def runtime_object():
-    """Path of brilrt.o, compiled once per runtime source and compiler (cached on disk)."""
-    cc = c_compiler()
-    if cc is None:
-        raise BrilError("no C compiler found (install cc or set CC)")
-    source = RUNTIME_SOURCE.read_bytes()
-    key = hashlib.sha256(source + b"\0" + cc.encode()).hexdigest()[:16]
-    path = os.path.join(_cache_dir(), f"brilrt-{key}.o")
-    with _runtime_lock:
-        if not os.path.exists(path):
-            tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
-            _run([cc, "-O2", "-c", "-o", tmp, str(RUNTIME_SOURCE)],
-                 "compiling the run-time library")
-            os.replace(tmp, path)
-    return path
+from .nativert import (RUNTIME_SOURCE, RuntimeLibrary, c_compiler, run_tool,  # noqa: F401
+                       runtime_library, runtime_object, runtime_shared_object)
 
 
 def link_executable(object_path, out_path):
     """Link an object file of a lowered program with the run-time library."""
-    _run([c_compiler(), "-o", str(out_path), str(object_path), runtime_object(),
+    run_tool([c_compiler(), "-o", str(out_path), str(object_path), runtime_object(),
           "-lm", "-pthread"], "linking")
 
 
@@ -186,145 +131,6 @@ def build_executable(module, out_path, level=2):
         link_executable(tmp, out_path)
     finally:
         os.unlink(tmp)
-
-
-# --- the run-time library in this process (for the JIT and bril.heap.NativeHeap) ----------------
-
-_JIT_RUNTIME_FLAGS = ["-O2", "-shared", "-fPIC", "-DBRT_JIT"]
-
-
-def runtime_shared_object():
-    """Path of the in-process build of brilrt (`-DBRT_JIT`: output to a buffer, errors
-    jump back to `brt_jit_call`), compiled once per source and compiler (cached on disk)."""
-    cc = c_compiler()
-    if cc is None:
-        raise BrilError("no C compiler found (install cc or set CC)")
-    source = RUNTIME_SOURCE.read_bytes()
-    key = hashlib.sha256(source + b"\0" + cc.encode() + b"\0"
-                         + " ".join(_JIT_RUNTIME_FLAGS).encode()).hexdigest()[:16]
-    path = os.path.join(_cache_dir(), f"brilrt-jit-{key}.so")
-    with _runtime_lock:
-        if not os.path.exists(path):
-            tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
-            _run([cc, *_JIT_RUNTIME_FLAGS, "-o", tmp, str(RUNTIME_SOURCE), "-lm"],
-                 "compiling the run-time library")
-            os.replace(tmp, path)
-    return path
-
-
-class RuntimeLibrary:
-    """brilrt loaded in this process (once: `runtime_library()`), its symbols visible
-    to code compiled by `JIT` (brt_print_*, brt_alloc, brt_regions, ...).
-
-        call(address, slots, out=None) -> int   run `int64_t fn(int64_t *slots)`;
-                                                 BrilError(message) if it fails
-        take_output() -> str                    what native code printed since last time
-        dyn_count, depth                         brt_dyn_count, brt_depth (read/write)
-        address_of(name) -> int                  a symbol's address
-
-    Native code's output collects in a buffer: `call(..., out=f)` writes it to f
-    after the call (also when it fails, before raising); otherwise drain it with
-    `take_output()`.  `call` syncs the current `bril.heap.NativeHeap` (drops
-    its views of regions native code freed); code that runs native code any
-    other way must call `NativeHeap.sync()` before Python touches the heap again.
-    The heap, counters and buffer are global to the process (one program at a
-    time; a new NativeHeap resets them)."""
-
-    def __init__(self, path):
-        import ctypes
-        self.path = path
-        self.ctypes = ctypes
-        lib = self.lib = ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
-        binding().load_library_permanently(path)
-        i64, vp = ctypes.c_int64, ctypes.c_void_p
-        lib.brt_jit_call.argtypes = (vp, vp)
-        lib.brt_jit_call.restype = i64
-        lib.brt_error_message.argtypes = ()
-        lib.brt_error_message.restype = ctypes.c_char_p
-        lib.brt_out_take.argtypes = (ctypes.POINTER(ctypes.c_size_t),)
-        lib.brt_out_take.restype = vp
-        lib.brt_py_alloc.argtypes = (i64, i64, vp)
-        lib.brt_py_alloc.restype = i64
-        lib.brt_py_free.argtypes = (i64, i64)
-        lib.brt_py_free.restype = i64
-        for name in ("brt_live_regions", "brt_region_count"):
-            getattr(lib, name).argtypes = ()
-            getattr(lib, name).restype = i64
-        lib.brt_heap_reset.argtypes = ()
-        lib.brt_heap_reset.restype = None
-        self._call = lib.brt_jit_call
-        self._take = lib.brt_out_take
-        self._out_len = ctypes.c_size_t()
-        self._out_len_ref = ctypes.byref(self._out_len)
-        self._pending = ctypes.c_size_t.in_dll(lib, "brt_out_len")
-        self._dyn = i64.in_dll(lib, "brt_dyn_count")
-        self._depth = i64.in_dll(lib, "brt_depth")
-        self.heap_owner = None      # the NativeHeap using the region table (bril.heap)
-
-    def address_of(self, name):
-        return self.ctypes.cast(getattr(self.lib, name), self.ctypes.c_void_p).value
-
-    def error_message(self):
-        return (self.lib.brt_error_message() or b"").decode("utf-8", "replace")
-
-    def call(self, address, slots, out=None):
-        """`int64_t fn(int64_t *slots)` at address, through the trampoline: its result,
-        or BrilError with the run-time error's message (what brilc prints after
-        `error: `).  With `out`, the output printed meanwhile is written to it.
-        The current NativeHeap (if any) is synced afterwards (freed regions dropped)."""
-        r = self._call(address, slots)
-        heap = self.heap_owner
-        if heap is not None:
-            heap.sync()
-        if out is not None:
-            text = self.take_output()
-            if text:
-                out.write(text)
-        if r == -1:
-            msg = self.lib.brt_error_message()
-            if msg:
-                raise BrilError(msg.decode("utf-8", "replace"))
-        return r
-
-    def take_output(self):
-        """The output printed by native code since the last call, as text."""
-        if not self._pending.value:
-            return ""
-        p = self._take(self._out_len_ref)
-        n = self._out_len.value
-        if not n:
-            return ""
-        return self.ctypes.string_at(p, n).decode("utf-8", "surrogatepass")
-
-    @property
-    def dyn_count(self):
-        return self._dyn.value
-
-    @dyn_count.setter
-    def dyn_count(self, value):
-        self._dyn.value = value
-
-    @property
-    def depth(self):
-        return self._depth.value
-
-    @depth.setter
-    def depth(self, value):
-        self._depth.value = value
-
-
-_runtime_library = None
-
-
-def runtime_library():
-    """The process's RuntimeLibrary (built and loaded on first use)."""
-    global _runtime_library
-    if _runtime_library is None:
-        path = runtime_shared_object()
-        with _runtime_lock:
-            if _runtime_library is None:
-                _runtime_library = RuntimeLibrary(path)
-    return _runtime_library
 
 
 # --- in-process compilation (for the tracing JIT) -----------------------------------------------
@@ -350,6 +156,7 @@ class JIT:
 
     def __init__(self, level=2):
         llvm = binding()
+        llvm.load_library_permanently(runtime_shared_object())
         self.level = level
         self.tm = target_machine(level, jit=True)
         backing = llvm.parse_assembly("", context=llvm.create_context())
@@ -400,3 +207,31 @@ class JIT:
             addresses = {n: self.engine.get_function_address(n) for n in names}
             self.cache[key] = addresses
             return addresses
+
+
+# --- compiled code as shared objects (kept in the code cache across runs) -------------------
+
+_UNIT_LINK_FLAGS = ["-shared", "-Wl,-Bsymbolic"]
+
+
+def build_shared_object(module, level=2):
+    """A shared object (bytes) of a lowered module: position-independent machine
+    code linked by the C compiler, its brt_* references left to the run-time
+    library already loaded in the process (`runtime_library`)."""
+    cc = c_compiler()
+    if cc is None:
+        raise BrilError("no C compiler found (install cc or set CC)")
+    obj = tempfile.NamedTemporaryFile(suffix=".o", delete=False)
+    out = obj.name[:-2] + ".so"
+    try:
+        with obj:
+            obj.write(emit_object(module, level))
+        run_tool([cc, *_UNIT_LINK_FLAGS, "-o", out, obj.name, "-lm"], "linking compiled code")
+        with open(out, "rb") as fh:
+            return fh.read()
+    finally:
+        for path in (obj.name, out):
+            try:
+                os.unlink(path)
+            except OSError:
+                pass

@@ -88,7 +88,8 @@ class Links:
 
     `defname` is the Python name the source defines."""
 
-    __slots__ = ("defname", "constants", "_ids", "callees", "variants", "label_ids")
+    __slots__ = ("defname", "constants", "_ids", "callees", "variants", "label_ids", "counters",
+                 "info")
 
     def __init__(self, defname):
         self.defname = defname
@@ -97,6 +98,8 @@ class Links:
         self.callees = set()        # function indices called by name
         self.variants = set()       # (global name, function index, variant)
         self.label_ids = None       # phi functions: label name -> id (for osr entries)
+        self.counters = {}          # jit variants: counter dict name -> (function, headers)
+        self.info = {}              # what a tier needs to enter the code (marshal-able)
 
     def constant(self, obj):
         name = self._ids.get(id(obj))
@@ -110,16 +113,27 @@ class Links:
         self.variants.add((name, index, variant))
         return name
 
+    def counter(self, index, header):
+        """The expression of the JIT's arrival counter at loop header `header` (a block
+        index) of function `index`: `_JC<index>[<header>]`, one dict per function."""
+        name = f"_JC{index}"
+        headers = self.counters.setdefault(name, (index, []))[1]
+        if header not in headers:
+            headers.append(header)
+        return f"{name}[{header}]"
+
     def as_data(self):
         """A marshal-able form (see `from_data`)."""
         return (self.defname, self.constants, sorted(self.callees), sorted(self.variants),
-                self.label_ids)
+                self.label_ids, self.counters, self.info)
 
     @classmethod
     def from_data(cls, data):
         links = cls(data[0])
-        links.constants, links.callees, links.variants, links.label_ids = (
-            data[1], set(data[2]), {tuple(v) for v in data[3]}, data[4])
+        links.constants, links.callees, links.variants, links.label_ids, links.counters = (
+            data[1], set(data[2]), {tuple(v) for v in data[3]}, data[4],
+            {k: (v[0], list(v[1])) for k, v in data[5].items()})
+        links.info = data[6]
         return links
 
 

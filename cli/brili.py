@@ -51,14 +51,21 @@ options:
   --trace-no-opt
                with --trace: only trace the program as it is (no -O)
   --hot N      a loop header is hot after N visits (default 56 for --trace,
-               1000 for --jit)
+               1000 for --jit); with --jit, hot code is compiled as soon as
+               it is hot (without --hot, only once it has already run long
+               enough to pay for its compilation, see --jit)
   --trace-report FILE
                per trace: function, header, blocks and instructions covered,
                guards, entries, aborts, instructions saved; JSON if FILE ends in
                .json, text otherwise ("-" for stderr)
   --jit        compile hot loops (and functions called 5N times) to native
                code with LLVM while the program runs; same output, errors and
-               -p count as without it, only faster
+               -p count as without it.  A loop or function is compiled once
+               it has run interpreted for 12 times its predicted compile cost
+               (so a run is never more than about 10% slower than without
+               --jit); compiled code and what was hot are kept in the code
+               cache, so the next run of the same program starts native code
+               at once, without LLVM
   --jit-background
                with --jit: compile on a second thread while the program goes
                on interpreted (by default the interpreter waits for the
@@ -276,13 +283,15 @@ def _jit(prog, opts, out, base_dir, filename):
     """`--jit`: run with hot loops compiled to native code (and write the report,
     also when the program fails)."""
     from bril.interp import run
-    from bril.jit import DEFAULT_HOT, Jit, report_text
+    from bril.jit import DEFAULT_HOT, PAY_BACK, Jit, report_text
     global _native_code_loaded
     _native_code_loaded = True
-    jit = Jit(hot=opts.hot or DEFAULT_HOT, background=opts.jit_background)
+    cache = _code_cache(opts)
+    jit = Jit(hot=opts.hot or DEFAULT_HOT, background=opts.jit_background, cache=cache,
+              pay_back=0 if opts.hot else PAY_BACK, shared_heap=None)
     try:
         return run(prog, opts.args, out=out, base_dir=base_dir, lib_dirs=opts.lib_dirs,
-                   filename=filename, jit=jit)
+                   filename=filename, jit=jit, cache=cache, tier=opts.tier or "auto")
     finally:
         if opts.jit_report is not None:
             rep = jit.report()

@@ -1,0 +1,110 @@
+"""What `brili --jit` keeps across runs: compiled units and profiles, in the code cache.
+
+A *unit* is one piece of native code: a loop region of a function, or a
+function compiled whole (for native calls), with every function it calls
+compiled into it, so that it stands alone.  It is kept as a shared object
+(loaded with `ctypes`: no llvmlite, no LLVM at all on a hit) plus what the
+interpreter needs to use it without lowering it again: its symbol, the slot
+layout of the variables it reads and writes, the layout ids of the blocks it
+can leave to.  Its key hashes what the machine code is made from:
+`bril.nativert.native_digest` (our lowering and run-time sources, llvmlite's
+version, the optimisation level, the C compiler, this machine) and the Bril
+of the function and of every function it calls, with how their calls
+resolve, and the region's blocks.  Editing a function re-keys the units that
+compiled it in, and no other.
+
+A *profile* belongs to a program (keyed by all its functions): which regions
+and functions were hot in earlier runs, how long they ran interpreted, which
+units they have, and whether native code needed the shared heap.  A run that
+finds one enters native code at the first arrival instead of counting first.
+"""
+
+import marshal
+
+from .codecache import sha256
+
+FORMAT = b"bril-jit-1"
+
+
+def _function_digest(linked, index, h):
+    func = linked.functions[index]
+    h.update(b"\0function %d\0" % index)
+    h.update(repr(func).encode("utf-8", "surrogatepass"))
+
+
+def program_key(linked):
+    """The identity of a linked program (every function, in order)."""
+    h = sha256(FORMAT + b"program")
+    for i in range(len(linked.functions)):
+        _function_digest(linked, i, h)
+    return h.hexdigest()
+
+
+def unit_key(linked, kind, index, blocks, entries, level):
+    """The key of a unit: `kind` 'region' (blocks, entries: block indices) or 'call'."""
+    from .nativert import native_digest
+    h = sha256(FORMAT + native_digest(level))
+    h.update(repr((kind, index, sorted(blocks or ()), sorted(entries or ()))).encode())
+    seen = {index}
+    todo = [index]
+    for j in todo:                  # the function and everything it calls, transitively
+        _function_digest(linked, j, h)
+        for instr in linked.functions[j].get("instrs") or ():
+            funcs = instr.get("funcs") if instr.get("op") == "call" else None
+            if not funcs or not isinstance(funcs, list):
+                continue
+            r = linked.resolve_call(j, funcs[0])
+            h.update(repr((j, funcs[0], r)).encode("utf-8", "surrogatepass"))
+            if isinstance(r, int) and r not in seen:
+                seen.add(r)
+                todo.append(r)
+    return h.hexdigest()
+
+
+def load_profile(cache, key):
+    data = cache.get("profile", key)
+    if data is None:
+        return None
+    try:
+        profile = marshal.loads(data)
+    except Exception:
+        return None
+    return profile if isinstance(profile, dict) else None
+
+
+def store_profile(cache, key, profile):
+    cache.put("profile", key, marshal.dumps(profile))
+
+
+class LoadedUnit:
+    """A unit in this process: the address of its entry function and its data."""
+
+    def __init__(self, address, meta, lib=None):
+        self.address = address
+        self.meta = meta
+        self.lib = lib              # the shared object (kept loaded)
+
+
+def load_unit(cache, key):
+    """The unit stored under key, loaded without LLVM; None if it is not there."""
+    data = cache.get("unitdata", key)
+    path = cache.entry_path("unit", key) if data is not None else None
+    if path is None:
+        return None
+    try:
+        meta = marshal.loads(data)
+        from .nativert import load_unit as dlopen, symbol_address
+        lib = dlopen(path)
+        return LoadedUnit(symbol_address(lib, meta["symbol"]), meta, lib)
+    except Exception:           # (a cache failure is a miss, never an error)
+        return None
+
+
+def store_unit(cache, key, shared_object, meta):
+    """Keep a built unit; returns it loaded from the cache, or None if it could not
+    be stored there (the caller then uses its own copy)."""
+    if not cache.put("unitdata", key, marshal.dumps(meta)):
+        return None
+    if not cache.put("unit", key, shared_object):
+        return None
+    return load_unit(cache, key)

@@ -1,0 +1,122 @@
+"""Resume data: how a frame's variables cross between the interpreter and native code.
+
+The JIT hands a loop's variables to native code in an array of 64-bit slots
+and takes them back at a region's exit: exactly the interpreter's state at the
+block where it goes on (LuaJIT's snapshots and PyPy's resume data play this
+part).  One module writes and reads that layout, on both sides:
+
+- `Slots`: the variables of a region, their types, and where each lives:
+  three slots a variable -- a definedness flag (0/1), its value (int as is,
+  bool 0/1, float bit-cast, char its code point, a pointer's region id) and a
+  pointer's offset -- then, after them, the block to start at;
+- `marshal_source`: the Python side, `_in(locals, S, D)` (frame -> slots; False
+  if a value is not of its declared kind) and `_out(S, D)` (slots -> the locals
+  native code assigned);
+- `decode_slot` / `encode_slot`: the native side, as LLVM IR (for
+  `bril.jit_lower`; llvmlite is imported there only).
+Functions called natively whole take their arguments in the same encoding,
+two slots a value (value, pointer offset), and return their result in slots 0-1.
+"""
+
+from .pynames import var_name
+
+
+class Slots:
+    """Where each variable lives in the slot array, and what the region assigns."""
+
+    def __init__(self, names, types, written, function_name):
+        self.names = names              # variables, in slot order
+        self.types = types              # name -> type key (bril.llvm_lower.type_key)
+        self.written = written          # names the region may assign (written back)
+        self.function_name = function_name
+        self.size = 3 * len(names)
+
+    def index(self, name):
+        return 3 * self.names.index(name)
+
+    def as_data(self):
+        return (list(self.names), dict(self.types), sorted(self.written), self.function_name)
+
+    @classmethod
+    def from_data(cls, data):
+        names, types, written, function_name = data
+        return cls(list(names), dict(types), set(written), function_name)
+
+
+def json_type(key):
+    """A type key ('int', ('ptr', key)...) as a Bril JSON type."""
+    return key if isinstance(key, str) else {"ptr": json_type(key[1])}
+
+
+def marshal_source(slots, heap_names):
+    """Python source of `_in(L, S, D)` (frame locals -> slots; False if a value does
+    not have its declared kind) and `_out(S, D)` (slots -> {local: value}).
+    Pointer element types it needs are named in heap_names (repr -> global name)."""
+    lines = ["def _in(L, S, D):"]
+    for n in slots.names:
+        key = slots.types[n]
+        i = slots.index(n)
+        py = var_name(n)
+        lines.append(f"    v = L.get({py!r}, _M)")
+        lines.append("    if v is _M:")
+        lines.append(f"        S[{i}] = 0")
+        lines.append("    else:")
+        test, store = {
+            "int": ("int", f"S[{i + 1}] = v"),
+            "bool": ("bool", f"S[{i + 1}] = v"),
+            "float": ("float", f"D[{i + 1}] = v"),
+            "char": ("str", f"S[{i + 1}] = ord(v)"),
+        }.get(key, ("tuple", f"S[{i + 1}], S[{i + 2}] = _to_pair(v)"))
+        lines.append(f"        if type(v) is not {test}: return False")
+        lines.append(f"        S[{i}] = 1; {store}")
+    lines.append("    return True")
+    lines.append("def _out(S, D):")
+    lines.append("    r = {}")
+    for n in slots.names:
+        if n not in slots.written:
+            continue
+        key = slots.types[n]
+        i = slots.index(n)
+        py = var_name(n)
+        value = {
+            "int": f"S[{i + 1}]",
+            "bool": f"S[{i + 1}] != 0",
+            "float": f"D[{i + 1}]",
+            "char": f"chr(S[{i + 1}])",
+        }.get(key)
+        if value is None:
+            elem = heap_names.setdefault(repr(key[1]), f"_T{len(heap_names)}")
+            value = f"_from_pair(S[{i + 1}], S[{i + 2}], {elem})"
+        lines.append(f"    if S[{i}]: r[{py!r}] = {value}")
+    lines.append("    return r")
+    return "\n".join(lines) + "\n"
+
+
+# --- the native side --------------------------------------------------------------------
+
+def decode_slot(bld, key, raw, second):
+    """IR: the value of type `key` from its slot `raw` (and `second()`, the offset
+    slot of a pointer)."""
+    from llvmlite import ir
+    from .llvm_lower import F64, I32, POINTER, const_int
+    if key == "int":
+        return raw
+    if key == "bool":
+        return bld.icmp_unsigned("!=", raw, const_int(0))
+    if key == "float":
+        return bld.bitcast(raw, F64)
+    if key == "char":
+        return bld.trunc(raw, I32)
+    p = bld.insert_value(ir.Constant(POINTER, ir.Undefined), raw, 0)
+    return bld.insert_value(p, second(), 1)
+
+
+def encode_slot(bld, key, v):
+    """IR: a value of type `key` (not a pointer: its two parts are stored apart) as
+    its 64-bit slot."""
+    from .llvm_lower import I64
+    if key in ("bool", "char"):
+        return bld.zext(v, I64)
+    if key == "float":
+        return bld.bitcast(v, I64)
+    return v
