@@ -527,7 +527,8 @@ def run(prog, argv=(), *, out=None, base_dir=None, lib_dirs=(), filename=None,
         if recorder is not None:
             compiled.ns.update(_RE=recorder.enter, _RB=recorder.block, _RL=recorder.leave)
         if jit is not None:
-            jit = jit.attach(compiled)      # None if the program is beyond native code
+            jit.source = (prog, base_dir, list(lib_dirs), filename)
+            jit = jit.attach(compiled)
         if recorder is not None:
             tier = "fast"
         compiled.jit_mode = jit is not None

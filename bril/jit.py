@@ -42,6 +42,7 @@ handle at all (`any`, a variable of two types, ...) simply run interpreted.
 import collections
 import ctypes
 import itertools
+import os
 import time
 
 from .errors import BrilError
@@ -67,6 +68,12 @@ COMPILE_PER_INSTR = 0.0005
 # A cold run compiles a loop or function only once it has run interpreted for
 # this many times the predicted cost: at worst 1/PAY_BACK slower than without.
 PAY_BACK = 12
+# With a profile: compile at once what an earlier run saw hot for this many times
+# the predicted cost.
+PREDICTED_PAY_BACK = 3
+# Hot code an earlier run did not compile is compiled after the run (for the
+# next one) if it stayed hot this long (seconds).
+PRECOMPILE_HOT = 0.02
 # A function becomes native code, whole, after this many times `hot` calls
 # (compiling one costs about as much as interpreting a few thousand calls).
 CALLS_PER_HOT = 5
@@ -277,6 +284,7 @@ class Jit:
         self.wanted_heap = False        # a region needed the shared heap it did not have
         self.cache_hits = 0
         self.shared_heap = shared_heap
+        self.source = None              # how to rebuild the program elsewhere (precompile)
 
     # --- set-up ------------------------------------------------------------------------
 
@@ -374,6 +382,10 @@ class Jit:
             cost += SETUP_COST
         if self.cache is not None:
             cost += LINK_COST
+        # An earlier run of the program saw how long this stayed hot: predict from it.
+        earlier = (self.profile or {}).get("hot", {}).get(what, 0.0)
+        if earlier >= PREDICTED_PAY_BACK * cost:
+            return True
         return now - first >= self.pay_back * cost
 
     def _loop_size(self, index):
@@ -438,6 +450,8 @@ class Jit:
         if self.hot_calls - ns["_JF"][index] < CALLS_FOR_WHOLE:
             return False
         self.deferred.add(key)
+        if not self._pays(index, self._loop_size(index)):
+            return False
         native = self.calls[index] = self._compile_call(index)
         if native is None:
             return False
@@ -559,6 +573,7 @@ class Jit:
         whether native code needed the shared heap."""
         if self.cache is None or self.profile_key is None:
             return
+        old = self.profile or {}
         regions = {}
         for r in self.all_regions:
             if r.unit_key is not None and r.dropped is None:
@@ -566,32 +581,57 @@ class Jit:
                                                 "entries": sorted(r.entry_blocks)}
         calls = {n.index: {} for n in self.all_calls
                  if n.unit_key is not None and n.dropped is None}
-        heap = self.heap is not None or self.wanted_heap
-        profile = {"regions": regions, "calls": calls, "heap": heap}
-        if profile != (self.profile or {"regions": {}, "calls": {}, "heap": False}):
+        # How long each loop and function stayed hot (the longest seen so far).
+        now = time.perf_counter()
+        hot = dict(old.get("hot", {}))
+        for what, first in self.hot_since.items():
+            hot[what] = max(hot.get(what, 0.0), round(now - first, 4))
+        heap = self.heap is not None or self.wanted_heap or bool(old.get("heap"))
+        profile = {"regions": regions, "calls": calls, "heap": heap, "hot": hot,
+                   "tried": old.get("tried", [])}
+        if profile != old:
             from . import jitcache
             jitcache.store_profile(self.cache, self.profile_key, profile)
+        self._precompile(profile)
+
+    def _precompile(self, profile):
+        """After a run that found hot code it did not compile (it would not have paid
+        in this run), compile it for the next run in a process of its own
+        (`bril.jit_precompile`), so that this run ends at once and the next
+        finds native code in the cache.  BRIL_JIT_PRECOMPILE=0: never; =wait:
+        wait for it (benchmarks and tests)."""
+        mode = os.environ.get("BRIL_JIT_PRECOMPILE", "1")
+        if mode == "0" or self.source is None:
+            return
+        todo = [w for w, seconds in profile["hot"].items() if seconds >= PRECOMPILE_HOT
+                and w not in profile["regions"] and w not in profile["calls"]
+                and w not in profile["tried"]
+                and self.regions.get(w, False) is not None and self.calls.get(w, False) is not None]
+        if not todo:
+            return
+        from . import jitcache
+        jitcache.spawn_precompile(self.cache, self.profile_key, self.source, self.level,
+                                  wait=mode == "wait")
 
     # --- compiling ----------------------------------------------------------------------
 
     def _compile_call(self, index):
         if not self._setup_compiler():
             return None
-        from .jit_lower import lower_call
-        fc = self.compiled.function_code(index)
-        native = NativeCall(index, fc.name)
+        from . import jitcache
+        native = NativeCall(index, self.compiled.linked.functions[index].get("name", ""))
         t0 = time.perf_counter()
         try:
             name = f"jit.call.{next(_REGION_NAMES)}"
-            module, types, result, defined, used = lower_call(
-                self.compiled.linked, index, name, prefix=self.prefix,
-                compiled_functions=self._shared_functions())
-            heap = any(not isinstance(t, str) for t in types + [result] if t is not None)
-            if self.heap is None and heap:
+            try:
+                module, meta, defined, used = jitcache.lower_call_unit(
+                    self.compiled.linked, index, name, prefix=self.prefix,
+                    shared=self._shared_functions(), heap=self.heap is not None)
+            except jitcache.NeedsHeap:
                 self.wanted_heap = True
-                raise BrilError("pointers need the shared heap")
+                raise BrilError("pointers need the shared heap") from None
+            types, result = meta["types"], meta["result"]
             native.compile_seconds = time.perf_counter() - t0
-            meta = {"symbol": name, "types": types, "result": result, "heap": heap}
             self._machine_code(native, module, name, defined, used, "call", None, None, meta)
         except BrilError as e:
             native.dropped = str(e)
@@ -623,10 +663,9 @@ class Jit:
             ukey = jitcache.unit_key(self.compiled.linked, kind, obj.index, blocks, entries,
                                      self.level)
             try:
-                shared = native.build_shared_object(module, self.level)
+                unit = jitcache.build_unit(self.cache, ukey, module, meta, self.level)
             finally:
                 obj.compile_seconds += time.perf_counter() - t0
-            unit = jitcache.store_unit(self.cache, ukey, shared, meta)
             if unit is None:
                 raise BrilError("the compiled code could not be kept in the code cache")
             obj.unit, obj.unit_key, obj.address = unit, ukey, unit.address
@@ -721,24 +760,22 @@ class Jit:
         self.regions.setdefault((region.index, region.header), region)
 
     def _build(self, region):
-        from .jit_lower import lower_region
+        from . import jitcache
         fc = region.fc
         # Unique in the process: the engine is shared by every run, and a name
         # compiled twice would resolve to its first definition.
         name = f"jit.region.{next(_REGION_NAMES)}"
         t0 = time.perf_counter()
-        module, slots, defined, used = lower_region(
-            self.compiled.linked, fc.index, region.blocks, sorted(region.entry_blocks), name,
-            prefix=self.prefix, compiled_functions=self._shared_functions())
-        heap = any(not isinstance(t, str) for t in slots.types.values())
-        if self.heap is None and heap:
+        try:
+            module, meta, defined, used, slots = jitcache.lower_region_unit(
+                self.compiled.linked, fc, region.blocks, region.entry_blocks, name,
+                prefix=self.prefix, shared=self._shared_functions(),
+                heap=self.heap is not None)
+        except jitcache.NeedsHeap:
             self.wanted_heap = True
-            raise BrilError("pointers need the shared heap")
+            raise BrilError("pointers need the shared heap") from None
         region.compile_seconds = time.perf_counter() - t0
-        region.lids = {bi: b.lid for bi, b in enumerate(fc.blocks_by_index) if b.lid is not None}
-        region.instrs = sum(fc.blocks_by_index[bi].size for bi in region.blocks)
-        meta = {"symbol": name, "heap": heap, "slots": slots.as_data(),
-                "lids": region.lids, "instrs": region.instrs}
+        region.lids, region.instrs = meta["lids"], meta["instrs"]
         self._machine_code(region, module, name, defined, used, "region", region.blocks,
                            region.entry_blocks, meta)
         if self.cache is None:

@@ -108,3 +108,61 @@ def store_unit(cache, key, shared_object, meta):
     if not cache.put("unit", key, shared_object):
         return None
     return load_unit(cache, key)
+
+
+# --- making units (the running JIT, and the precompiler after a run) -------------------------
+
+class NeedsHeap(Exception):
+    """The unit touches memory, and the interpreter's heap is not the shared one."""
+
+
+def lower_region_unit(linked, fc, blocks, entries, name, prefix="u", shared=(), heap=True):
+    """(module, meta, defined, used, slots) of a loop region of `fc` (a FunctionCode):
+    the lowered module and what using it needs (see the module docstring)."""
+    from .jit_lower import lower_region
+    module, slots, defined, used = lower_region(linked, fc.index, blocks, sorted(entries),
+                                                name, prefix=prefix, compiled_functions=shared)
+    needs_heap = any(not isinstance(t, str) for t in slots.types.values())
+    if needs_heap and not heap:
+        raise NeedsHeap()
+    lids = {bi: b.lid for bi, b in enumerate(fc.blocks_by_index) if b.lid is not None}
+    meta = {"symbol": name, "heap": needs_heap, "slots": slots.as_data(), "lids": lids,
+            "instrs": sum(fc.blocks_by_index[bi].size for bi in blocks)}
+    return module, meta, defined, used, slots
+
+
+def lower_call_unit(linked, index, name, prefix="u", shared=(), heap=True):
+    """(module, meta, defined, used) of function `index` compiled whole, for calls."""
+    from .jit_lower import lower_call
+    module, types, result, defined, used = lower_call(linked, index, name, prefix=prefix,
+                                                      compiled_functions=shared)
+    needs_heap = any(not isinstance(t, str) for t in types + [result] if t is not None)
+    if needs_heap and not heap:
+        raise NeedsHeap()
+    meta = {"symbol": name, "types": types, "result": result, "heap": needs_heap}
+    return module, meta, defined, used
+
+
+def build_unit(cache, key, module, meta, level):
+    """Compile a lowered unit to a shared object and keep it; the unit, loaded (or None
+    if it could not be kept)."""
+    from .native import build_shared_object
+    return store_unit(cache, key, build_shared_object(module, level), meta)
+
+
+def spawn_precompile(cache, key, source, level, wait=False):
+    """Compile, in a process of its own, the hot code the profile `key` lists without
+    units (`bril.jit_precompile`); the program goes with it (`source`: program,
+    base folder, library folders, file name).  Returns at once unless `wait`."""
+    if not cache.put("program", key, marshal.dumps(source)):
+        return
+    import subprocess
+    import sys
+    argv = [sys.executable, "-m", "bril.jit_precompile", cache.directory, key, str(level)]
+    try:
+        child = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL, start_new_session=True)
+    except OSError:
+        return
+    if wait:
+        child.wait()

@@ -1,0 +1,114 @@
+"""Compile, after a `brili --jit` run, the hot code it did not compile, for the next run.
+
+    python -m bril.jit_precompile CACHE_DIR PROFILE_KEY LEVEL
+
+A cold run compiles a loop only once it has paid (see `bril.jit.PAY_BACK`), so
+a program that runs a second or two mostly ends before; its profile then lists
+loops and functions that were hot without native code.  `brili` starts this
+process as it leaves (it does not wait), which lowers each of them as the JIT
+would, builds its unit into the code cache (`bril.jitcache`) and adds it to the
+profile: the next run of the same program enters native code at once.  One
+process per program at a time (a lock file in the cache); every failure is
+silent -- the next run simply compiles as usual.
+"""
+
+import marshal
+import os
+import sys
+import time
+
+LOCK_STALE = 600            # seconds after which a leftover lock is ignored
+
+
+def _lock(cache, key):
+    folder = os.path.join(cache.directory, "locks")
+    path = os.path.join(folder, key)
+    try:
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        os.close(fd)
+        return path
+    except FileExistsError:
+        try:
+            if time.time() - os.stat(path).st_mtime > LOCK_STALE:
+                os.unlink(path)
+                return _lock(cache, key)
+        except OSError:
+            pass
+        return None
+    except OSError:
+        return None
+
+
+def precompile(cache, key, level):
+    """Build the units the profile `key` is missing; returns how many were built."""
+    from . import jitcache
+    from .errors import BrilError
+    from .interp import CompiledProgram
+    from .jit import PRECOMPILE_HOT, select_region
+    from .linker import link
+    data = cache.get("program", key)
+    profile = jitcache.load_profile(cache, key)
+    if data is None or profile is None:
+        return 0
+    prog, base_dir, lib_dirs, filename = marshal.loads(data)
+    linked = link(prog, base_dir=base_dir, lib_dirs=lib_dirs, filename=filename)
+    compiled = CompiledProgram(linked, open(os.devnull, "w"))
+    built = 0
+    tried = profile.setdefault("tried", [])
+    for what, seconds in sorted(profile.get("hot", {}).items(), key=lambda kv: -kv[1]):
+        if seconds < PRECOMPILE_HOT or what in profile["regions"] or what in profile["calls"] \
+                or what in tried:
+            continue
+        tried.append(what)          # (once per program: what cannot be built stays so)
+        try:
+            if isinstance(what, tuple):
+                index, header = what
+                fc = compiled.function_code(index)
+                for blocks, entries in select_region(fc, header):
+                    try:
+                        module, meta, _, _, _ = jitcache.lower_region_unit(
+                            linked, fc, blocks, entries, "bril.unit")
+                    except BrilError:
+                        continue
+                    ukey = jitcache.unit_key(linked, "region", index, blocks, entries, level)
+                    if jitcache.build_unit(cache, ukey, module, meta, level) is not None:
+                        profile["regions"][what] = {"blocks": sorted(blocks),
+                                                    "entries": sorted(entries)}
+                        profile["heap"] = profile.get("heap") or meta["heap"]
+                        built += 1
+                    break
+            else:
+                module, meta, _, _ = jitcache.lower_call_unit(linked, what, "bril.unit")
+                ukey = jitcache.unit_key(linked, "call", what, None, None, level)
+                if jitcache.build_unit(cache, ukey, module, meta, level) is not None:
+                    profile["calls"][what] = {}
+                    profile["heap"] = profile.get("heap") or meta["heap"]
+                    built += 1
+        except BrilError:
+            continue
+    jitcache.store_profile(cache, key, profile)
+    return built
+
+
+def main(argv):
+    from .codecache import CodeCache
+    directory, key, level = argv[0], argv[1], int(argv[2])
+    cache = CodeCache(directory)
+    lock = _lock(cache, key)
+    if lock is None:
+        return 0
+    try:
+        precompile(cache, key, level)
+    except Exception:           # nothing to report to: the next run compiles as usual
+        pass
+    finally:
+        try:
+            os.unlink(lock)
+        except OSError:
+            pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
