@@ -12,6 +12,7 @@ code), memory shared with the interpreter, programs from `brili --trace`
 
 import io
 import json
+import os
 import re
 import subprocess
 import sys
@@ -472,3 +473,78 @@ def test_cli_refuses_jit_with_trace(tmp_path):
     assert done.stderr == "error: --jit and --trace cannot be used together\n"
     done = brili(["--jit-report", "-"], ALTERNATING)
     assert done.returncode == 2 and "need --jit" in done.stderr
+
+
+# --- native code kept across runs (the code cache) ---------------------------------------
+
+PROFILE_PROGRAM = """
+@inner(x: int): int {
+  two: int = const 2;
+  y: int = mul x two;
+  ret y;
+}
+@main(n: int) {
+  i: int = const 0;
+  s: int = const 0;
+  one: int = const 1;
+.head:
+  c: bool = lt i n;
+  br c .body .done;
+.body:
+  y: int = call @inner i;
+  s: int = add s y;
+  i: int = add i one;
+  jmp .head;
+.done:
+  print s;
+}
+"""
+
+
+def cached_run(text, args, cache_dir, **env):
+    environment = dict(os.environ, BRIL_CACHE_DIR=str(cache_dir), BRIL_JIT_PRECOMPILE="wait",
+                       **env)
+    proc = subprocess.run([sys.executable, "-m", "bril.cli.brili", "--jit", "--jit-report", "-",
+                           "-p"] + list(args),
+                          input=json.dumps(parse_program(text)), capture_output=True,
+                          text=True, env=environment, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return proc
+
+
+def test_a_second_run_loads_native_code_from_the_cache(tmp_path):
+    plain = brili(["-p", "200000"], PROFILE_PROGRAM)
+    # A short first run compiles nothing itself (it would not pay), but leaves what
+    # was hot to be compiled after it.
+    first = cached_run(PROFILE_PROGRAM, ["200000"], tmp_path)
+    assert "compiled in" not in first.stderr
+    second = cached_run(PROFILE_PROGRAM, ["200000"], tmp_path)
+    for proc in (first, second):
+        assert proc.stdout == plain.stdout
+        assert proc.stderr.splitlines()[-1] == plain.stderr.strip()
+    assert "compiled in 0.000 s" in second.stderr       # loaded, not compiled
+    # Another input: the same native code, and the same results as without it.
+    other = cached_run(PROFILE_PROGRAM, ["777"], tmp_path)
+    assert other.stdout == brili(["777"], PROFILE_PROGRAM).stdout
+
+
+def test_an_edited_program_never_runs_stale_native_code(tmp_path):
+    cached_run(PROFILE_PROGRAM, ["200000"], tmp_path)
+    cached_run(PROFILE_PROGRAM, ["200000"], tmp_path)
+    edited = PROFILE_PROGRAM.replace("two: int = const 2;", "two: int = const 3;")
+    got = cached_run(edited, ["200000"], tmp_path)
+    assert got.stdout == brili(["200000"], edited).stdout
+    assert "compiled in 0.000 s" not in got.stderr
+
+
+def test_a_corrupt_unit_is_rebuilt_not_run(tmp_path):
+    cached_run(PROFILE_PROGRAM, ["200000"], tmp_path)
+    cached_run(PROFILE_PROGRAM, ["200000"], tmp_path)
+    units = [p for p in (tmp_path / "unit").rglob("*") if p.is_file()]
+    assert units
+    for p in units:
+        data = bytearray(p.read_bytes())
+        data[len(data) // 2] ^= 0xFF
+        p.write_bytes(bytes(data))
+    got = cached_run(PROFILE_PROGRAM, ["200000"], tmp_path)
+    assert got.stdout == brili(["200000"], PROFILE_PROGRAM).stdout
