@@ -496,10 +496,10 @@ class _Emitter:
         # The jit variant dispatches like the entry variant (every block can be
         # reached through `_b`, so native code may leave at any block).
         self.entry = variant in ("entry", "jitx")
-        self.jit = variant in ("jit", "jitx")
+        self.jit = variant in ("jit", "jitx", "osrjit")
         self.record = variant == "record"
         self.types = fc.types if variant in ("normal", "jit") or (
-            variant == "osr" and fc.osr_typed) else fc.generic_types
+            osr is not None and fc.osr_typed) else fc.generic_types
         # (an inlined copy runs on whatever regions the caller passes: generic typing)
         self.out = out if out is not None else _Lines()
         self.var_prefix = var_prefix        # `w<site>_` for a callee inlined at a call site
@@ -516,6 +516,7 @@ class _Emitter:
         self.chain_pos = -1             # layout id of the chain member being emitted
         self.cached_ptr = None          # pointer variable the _hd/_ho/_hr temps hold
         self.inline_chain = 0           # blocks being emitted inside one another
+        self.loop_lines = []            # jit variants: (first, last line entry, header)
         # what the code needs bound (shared with the emitters of inlined callees)
         self.links = links if links is not None else Links(fc.defname(variant, osr))
         if fc.has_phi and links is None:
@@ -560,7 +561,7 @@ class _Emitter:
             o.add(0, f"def {name}(_b, _vars):")
         elif self.variant == "jitx":
             o.add(0, f"def {name}(_b, _r):")
-        elif self.variant == "osr":
+        elif self.osr is not None:
             o.add(0, f"def {name}(_vars):")
         else:
             o.add(0, f"def {name}({', '.join(params)}):")
@@ -572,30 +573,23 @@ class _Emitter:
                                for p, k in fc.assumed_regions)
             o.add(1, f"if {test}: return {self.links.variant(fc.index, 'generic')}"
                      f"({', '.join(params)})")
-        if self.variant == "jit":
-            # Calls are counted too: a hot function may run as native code whole.
-            fi = fc.index
-            o.add(1, f"_JF[{fi}] -= 1")
-            o.add(1, f"if _JF[{fi}] < 0:")
-            o.add(2, f"_r = _JY({fi}, ({''.join(p + ', ' for p in params)}))")
-            o.add(2, "if _r is not _JNO: return _r")
         if self.has_spec:
             o.add(1, "_spec = []")
         if fc.has_phi:
-            if self.variant == "osr":
+            if self.osr is not None:
                 o.add(1, "_lb = _vars.get(2); _pl = _vars.get(3)")
             else:
                 o.add(1, "_lb = _pl = None")
         if self.variant == "jitx":
             self.emit_jit_resume(1)
-        if self.variant in ("entry", "osr"):
+        if self.variant == "entry" or self.osr is not None:
             for v in fc.variables:
                 o.add(1, f"if {v!r} in _vars: {var_name(v)} = _vars[{v!r}]")
             for k in sorted(self.types.spec_vars, key=str):
                 if isinstance(k, tuple):
                     o.add(1, f"if {('shadow', k[1])!r} in _vars: "
                              f"{shadow_name(k[1])} = _vars[{('shadow', k[1])!r}]")
-        if self.variant == "osr" and self.types is fc.types and fc.assumed_regions:
+        if self.osr is not None and self.types is fc.types and fc.assumed_regions:
             # The assumption about pointer parameters, on the values they were called
             # with (never reassigned); else the entry variant, which assumes nothing.
             test = " or ".join(f"({p!r} in _vars and "
@@ -620,6 +614,12 @@ class _Emitter:
         if items:
             o.add(1, "while True:")
             self.emit_chain(root, items, 2)
+        if self.loop_lines:
+            # Which loop a line of this code is in (innermost last), for the JIT's
+            # sampler: (first line, last line, header block).
+            where = {id(e): n + 1 for n, e in enumerate(o.lines)}
+            self.links.info["loops"] = [(where[id(a)], where[id(b)], h)
+                                        for a, b, h in self.loop_lines]
         return "\n".join("    " * e[0] + e[1] for e in o.lines) + "\n"
 
     def emit_chain(self, region, items, ind):
@@ -644,7 +644,7 @@ class _Emitter:
             o.add(ind, f"if {loop.lo} <= _b <= {loop.hi}:")
         else:
             o.add(ind, f"if _b == {self.fc.blocks_by_index[loop.header].lid}:")
-        o.add(ind + 1, "while True:")
+        top = o.add(ind + 1, "while True:")
         self.seth_lines[id(loop)] = []
         header = self.fc.blocks_by_index[loop.header]
         guard = o.add(ind + 2, f"if _b == {header.lid}:")
@@ -665,7 +665,9 @@ class _Emitter:
                 self.emit_block(it, ind + 3, loop, 0)
         # Falling off the end of the loop body: leave the loop unless the target is
         # inside it (then go round to find it).
-        o.add(ind + 2, f"if _b < {loop.lo} or _b > {loop.hi}: break")
+        bottom = o.add(ind + 2, f"if _b < {loop.lo} or _b > {loop.hi}: break")
+        if self.jit:
+            self.loop_lines.append((top, bottom, loop.header))
         if not self.entry and id(loop) not in self.dirty and not around_osr:
             # Every arrival at the top is for the header: drop its dispatch test.
             guard[1] = None
@@ -676,14 +678,14 @@ class _Emitter:
             o.lines[:] = [e for e in o.lines if e[1] is not None]
 
     def emit_jit_hook(self, loop, ind):
-        """At a loop header (jit variant): count arrivals; once the loop is hot, hand
-        the frame's variables to the JIT (`_JX`), which runs native code if it has
-        (or can make) some for this loop and returns where to go on, with the
-        variables native code assigned -- or None to go on interpreting here."""
+        """At a loop header (jit variants): when the JIT has raised the loop's flag
+        (`_JQ<index>_<header>`: it has native code for it, or wants to see every
+        arrival), hand it the frame's variables (`_JX`); it runs native code
+        and returns where to go on, with the variables native code assigned -- or
+        None to go on interpreting here.  A flag test costs next to nothing per
+        iteration: the JIT finds hot code by sampling, not by counting."""
         o = self.out
-        counter = self.links.counter(self.fc.index, loop.header)
-        o.add(ind, f"{counter} -= 1")
-        cond = f"{counter} < 0"
+        cond = self.links.flag(self.fc.index, loop.header)
         if self.has_spec:
             cond += " and not _spec"        # native code starts outside speculation
         o.add(ind, f"if {cond}:")

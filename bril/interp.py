@@ -135,6 +135,7 @@ class CompiledProgram:
         self.cache = None           # a bril.codecache.CodeCache for generated code
         self.jit_mode = False       # promote to the jit variant (brili --jit)
         self.eager_functions = set()    # promoted at their first call (the JIT's profile)
+        self.jit_code_loops = {}    # jit variants' Python names -> their loops' lines
         if native_heap:
             from .native import runtime_library
             self.use_native_heap(runtime_library())
@@ -181,7 +182,7 @@ class CompiledProgram:
         found = self._from_cache(key)
         if found is None:
             fc = self.function_code(index)
-            if variant == "osr" and osr not in fc.osr_headers:
+            if osr is not None and osr not in fc.osr_headers:
                 found = (None, None)
             else:
                 src, links = fc.source_and_links(variant, osr)
@@ -205,13 +206,11 @@ class CompiledProgram:
         for name, i, variant in links.variants:
             if name not in ns:
                 ns[name] = self._lazy_variant(name, i, variant)
-        for name, (i, headers) in links.counters.items():
-            counters = ns.get(name)
-            if counters is None:
-                counters = ns[name] = {}
-            for h in headers:
-                if h not in counters:
-                    counters[h] = self.jit_counter_start(i, h)
+        for name, (i, header) in links.counters.items():
+            if name not in ns:
+                ns[name] = self.jit_flag_start(i, header)
+        if links.info.get("loops") and self.jit_mode:
+            self.jit_code_loops[links.defname] = links.info["loops"]
 
     def _lazy_variant(self, name, index, variant):
         """A stand-in that loads a variant on its first call (then binds it)."""
@@ -255,7 +254,8 @@ class CompiledProgram:
         to its Python name (later calls run it): its normal variant, or under the
         JIT its jit variant (with counters that hand hot loops to native code)."""
         if self.jit_mode:
-            fast = cf.fast = self.ns[function_name(cf.index, cf.name)] = self.load(cf.index, "jit")
+            fast = self.jit_wrap(cf.index, self.load(cf.index, "jit"))
+            cf.fast = self.ns[function_name(cf.index, cf.name)] = fast
         else:
             fast = cf.fast = self.load(cf.index, "normal")
         return fast
@@ -269,28 +269,13 @@ class CompiledProgram:
             entries = cf.osr_headers = {}
         if block in entries:
             return entries[block]
-        if self.jit_mode and not _shadows_or_phi(self.linked.functions[cf.index]):
-            entry = self._jit_osr_entry(cf.index, block)
-        else:
-            entry, links = self.load_with_links(cf.index, "osr", block)
-            if entry is not None and links.label_ids is not None:
-                entry = _phi_labels_to_ids(entry, links.label_ids)
+        # (under the JIT, the osr variant with the JIT's loop counters)
+        variant = "osrjit" if self.jit_mode else "osr"
+        entry, links = self.load_with_links(cf.index, variant, block)
+        if entry is not None and links.label_ids is not None:
+            entry = _phi_labels_to_ids(entry, links.label_ids)
         entries[block] = entry
         return entry
-
-    def _jit_osr_entry(self, index, block):
-        """Under the JIT, a running activation moves to the jitx variant (which has
-        the JIT's counters, and can be entered at any block: `_b` a layout id, the
-        variables as Python locals); None if block is no loop header."""
-        jitx, links = self.load_with_links(index, "jitx")
-        lid = links.info["osr"].get(block)
-        if lid is None:
-            return None
-        names = {v: var_name(v) for v in links.info["variables"]}
-
-        def enter(env):
-            return jitx(lid, {names[k]: v for k, v in env.items() if k in names})
-        return enter
 
     def _dump_more(self, src):
         dump = _dump_requested()
@@ -304,10 +289,15 @@ class CompiledProgram:
             fc = self.codes[index] = FunctionCode(index, self.linked.functions[index], self)
         return fc
 
-    def jit_counter_start(self, index, header):
-        """Arrivals at loop header `header` of function `index` before the jit variant
-        calls the JIT (set by `bril.jit.Jit.attach`)."""
-        return 0
+    def jit_flag_start(self, index, header):
+        """Whether a loop of function `index` calls the JIT at its header from the
+        start (set by `bril.jit.Jit.attach`)."""
+        return False
+
+    def jit_wrap(self, index, fn):
+        """What a promoted function's name is bound to under the JIT (set by
+        `bril.jit.Jit.attach`: a native call, or a counting stand-in)."""
+        return fn
 
     def prepare(self, root_index, record=False, jit=False):
         """Type-check every function reachable from root_index, then generate and
@@ -343,7 +333,7 @@ class CompiledProgram:
 
 
 # Variants kept in the code cache (the others carry hooks numbered per run).
-_CACHED_VARIANTS = ("normal", "generic", "osr", "entry", "jit", "jitx")
+_CACHED_VARIANTS = ("normal", "generic", "osr", "osrjit", "entry", "jit", "jitx")
 
 
 def _links_from_data(data):
@@ -351,11 +341,6 @@ def _links_from_data(data):
         return None
     from .pynames import Links
     return Links.from_data(data)
-
-
-def _shadows_or_phi(func):
-    """True if a function keeps state beyond its variables (ssa2 shadows, phi's labels)."""
-    return any(i.get("op") in ("set", "get", "phi") for i in func.get("instrs") or ())
 
 
 def _phi_labels_to_ids(entry, label_ids):

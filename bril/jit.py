@@ -68,6 +68,10 @@ COMPILE_PER_INSTR = 0.0005
 # A cold run compiles a loop or function only once it has run interpreted for
 # this many times the predicted cost: at worst 1/PAY_BACK slower than without.
 PAY_BACK = 12
+# The sampler looks at the running program's stack this often (seconds), this
+# many frames deep.
+SAMPLE_INTERVAL = 0.005
+SAMPLE_DEPTH = 64
 # With a profile: compile at once what an earlier run saw hot for this many times
 # the predicted cost.
 PREDICTED_PAY_BACK = 3
@@ -242,27 +246,39 @@ def _engine(level):
 class Jit:
     """One run's JIT state.  `attach(compiled)` is called by `bril.interp.run`.
 
+    Two ways to find hot code:
+    - *sampled* (`pay_back` > 0, what `brili --jit` does): a sampler thread looks
+      at the running program's stack every `SAMPLE_INTERVAL` seconds.  A loop or
+      function seen hot for `pay_back` times the predicted cost of compiling it
+      is compiled on that thread, while the interpreter goes on (LLVM runs
+      without the GIL); then the loop's flag is raised (its header hands the
+      frame over at the next arrival) or the function's name is bound to a
+      native call.  The interpreter pays nothing per call and one flag test
+      per loop iteration, so a run is never more than about 1/pay_back slower
+      than without the JIT, whatever comes next (ski rental).
+    - *eager* (`pay_back` <= 0: `--hot N` given, and tests): every loop header
+      calls the JIT, which compiles at the `hot`-th arrival; functions are
+      counted by a stand-in and compiled at `hot_calls` calls.  Deterministic.
+
     `cache`: a `bril.codecache.CodeCache` where compiled units and the program's
     profile are kept across runs (None: nothing is kept, code is compiled in
-    process with MCJIT).  `pay_back`: a cold compilation happens only once the
-    loop or function has already run interpreted for that many times what the
-    compilation is predicted to cost (so a run is never more than 1 + 1/pay_back
-    times slower than without the JIT, whatever comes next); 0 compiles as soon
-    as something is hot (tests).  `shared_heap`: the interpreter keeps a program's
-    heap in the runtime's region table, so that native code can touch memory:
-    True always (it slows interpreted memory access somewhat), None when the
-    profile says native code needed it last time."""
+    process with MCJIT).  `shared_heap`: the interpreter keeps a program's heap
+    in the runtime's region table, so that native code can touch memory: True
+    always (it slows interpreted memory access somewhat), None when the profile
+    says native code needed it last time."""
 
     def __init__(self, hot=DEFAULT_HOT, level=2, hot_calls=None, background=False,
                  cache=None, pay_back=0, shared_heap=True):
         self.hot = max(1, hot)
         self.hot_calls = max(1, hot_calls if hot_calls is not None else CALLS_PER_HOT * hot)
         self.level = level
-        # Compile on another thread while the interpreter goes on (the result is
-        # the same either way; only how soon native code takes over differs).
+        # Compile on another thread while the interpreter goes on (eager mode; the
+        # result is the same either way, only how soon native code takes over).
         self.background = background
         self.cache = cache
         self.pay_back = pay_back
+        self.eager = pay_back <= 0
+        self.shared_heap = shared_heap
         self.compiled = None
         self.regions = {}               # (function, header) -> Region (or None: interpreted)
         self.all_regions = []           # in order of compilation
@@ -270,7 +286,6 @@ class Jit:
         self.native_functions = set()   # indices of functions compiled whole (MCJIT modules)
         self.calls = {}                 # function index -> NativeCall (or None)
         self.all_calls = []
-        self.deferred = set()           # loops that waited for a whole function
         self.queue = collections.deque()    # compiling in the background, in order
         self.failed = set()             # indices of functions whose module failed
         self.rt = None
@@ -278,13 +293,17 @@ class Jit:
         self.heap = None
         self.setup_seconds = 0.0
         self.refused = None             # why nothing can run natively
-        self.hot_since = {}             # (function, header) or function -> first firing
         self.profile = None             # what earlier runs learned (bril.jitcache)
         self.profile_key = None
-        self.wanted_heap = False        # a region needed the shared heap it did not have
+        self.wanted_heap = False        # a unit needed the shared heap it did not have
         self.cache_hits = 0
-        self.shared_heap = shared_heap
         self.source = None              # how to rebuild the program elsewhere (precompile)
+        self.arrivals = collections.Counter()   # eager: loop -> arrivals, function -> calls
+        self.hot_seconds = collections.Counter()    # loop or function -> seconds seen hot
+        self.fast = {}                  # function index -> its generated code
+        self.sampler = None
+        self.stopped = False
+        self.lock = None                # guards compilation (sampler vs interpreter)
 
     # --- set-up ------------------------------------------------------------------------
 
@@ -292,41 +311,94 @@ class Jit:
         """Prepare to JIT this program, cheaply: native code is set up when the first
         unit is compiled or loaded.  With a profile from earlier runs, the loops
         and functions that were compiled then enter native code at once."""
+        import _thread
         self.compiled = compiled
-        compiled.jit_counter_start = self._counter_start
+        self.lock = _thread.RLock()
+        compiled.jit_flag_start = self._flag_start
+        compiled.jit_wrap = self._wrap
         compiled.ns["_JX"] = self.enter
-        compiled.ns["_JY"] = self.call
-        compiled.ns["_JNO"] = _NOT_NATIVE
-        compiled.ns["_JF"] = jf = [self.hot_calls] * len(compiled.linked.functions)
-        main = compiled.linked.main_index()
-        jf[main] = NEVER                # runs once: nothing to gain
         if self.cache is not None:
             from . import jitcache
             self.profile_key = jitcache.program_key(compiled.linked)
             self.profile = jitcache.load_profile(self.cache, self.profile_key)
         profile = self.profile or {}
+        main = compiled.linked.main_index()
         for index in profile.get("calls", {}):
-            if index != main and index < len(jf):
-                jf[index] = 0           # native from the first call
+            if index != main:
                 compiled.eager_functions.add(index)
-        for index, header in profile.get("regions", {}):
+        for index, _ in profile.get("regions", {}):
             compiled.eager_functions.add(index)
-        if (self.shared_heap or profile.get("heap")) and any(i.get("op") == "alloc"
-                                       for f in compiled.linked.functions
-                                       for i in f.get("instrs") or []):
-            # Native code touched memory last time: the interpreter keeps its heap
-            # in the runtime's region table from the start (pointers cannot move
-            # later), so that both sides see the same cells.
+        if (self.shared_heap or profile.get("heap")) and any(
+                i.get("op") == "alloc" for f in compiled.linked.functions
+                for i in f.get("instrs") or []):
+            # The interpreter's heap moves into the runtime's region table from the
+            # start (pointers cannot move later), so that both sides see the same
+            # cells.
             if self._setup_runtime():
                 self.heap = compiled.use_native_heap(self.rt)
+        if not self.eager:
+            self.main_thread = _thread.get_ident()
+            self.sampler = _thread.start_new_thread(self._sample_loop, ())
         return self
 
-    def _counter_start(self, index, header):
-        """Arrivals at a loop header before its hook fires: none for a loop native
-        code ran last time."""
-        if (index, header) in (self.profile or {}).get("regions", {}):
-            return 0
-        return self.hot
+    def _flag_start(self, index, header):
+        """Loops call the JIT from the start in eager mode, and where a profile says
+        native code ran last time."""
+        return self.eager or (index, header) in (self.profile or {}).get("regions", {})
+
+    def _wrap(self, index, fn):
+        """What a promoted function is bound to: a native call when a unit for it is
+        ready (or in the profile), a counting stand-in in eager mode, else itself."""
+        self.fast[index] = fn
+        if index == self.compiled.linked.main_index():
+            return fn
+        native = self.calls.get(index, False)
+        if native is False and index in (self.profile or {}).get("calls", {}):
+            native = self._cached_call(index)
+            if native:
+                self.calls[index] = native
+        if native:
+            return self._native_stand_in(index, native, fn)
+        if self.eager:
+            return self._counting_stand_in(index, fn)
+        return fn
+
+    def _bind(self, index, fn):
+        """Bind function `index`'s name (and the cold tier's entry) to fn."""
+        from .pynames import function_name
+        name = function_name(index, self.compiled.linked.functions[index].get("name", ""))
+        self.compiled.ns[name] = fn
+        cold = self.compiled.__dict__.get("_cold")
+        cf = cold.functions.get(index) if cold is not None else None
+        if cf is not None and cf.fast is not None:
+            cf.fast = fn
+
+    def _counting_stand_in(self, index, fn):
+        def counted(*args):
+            self.arrivals[index] += 1
+            if self.arrivals[index] >= self.hot_calls:
+                self._bind(index, fn)
+                native = self.calls.get(index, False)
+                if native is False:
+                    native = self.calls[index] = self._compile_call(index)
+                if native is not None:
+                    self._bind(index, self._native_stand_in(index, native, fn))
+                    return self._bound(index)(*args)
+            return fn(*args)
+        return counted
+
+    def _bound(self, index):
+        from .pynames import function_name
+        return self.compiled.ns[function_name(
+            index, self.compiled.linked.functions[index].get("name", ""))]
+
+    def _native_stand_in(self, index, native, fn):
+        call = self.call
+
+        def native_call(*args):
+            r = call(native, args)
+            return fn(*args) if r is _NOT_NATIVE else r
+        return native_call
 
     def _setup_runtime(self):
         """The run-time library in this process (no LLVM); False if unavailable."""
@@ -363,52 +435,130 @@ class Jit:
         return True
 
     def finish(self):
-        """After the run: nothing is left in the runtime's buffers; what was learned
-        goes into the profile."""
+        """After the run: the sampler stops, nothing is left in the runtime's
+        buffers, what was learned goes into the profile."""
+        self.stopped = True
         self._drain()
         self._store_profile()
 
-    # --- when compiling pays --------------------------------------------------------------
+    # --- the sampler ------------------------------------------------------------------
 
-    def _pays(self, what, instrs):
-        """Ski rental: compile `what` (a loop key or a function index) once it has
-        been hot for pay_back times the predicted cost of compiling it."""
-        now = time.perf_counter()
-        first = self.hot_since.setdefault(what, now)
-        if self.pay_back <= 0:
-            return True
-        cost = COMPILE_BASE + COMPILE_PER_INSTR * instrs
-        if self.rt is None:
+    def _sample_loop(self):
+        import sys
+        own = None
+        try:
+            import _thread
+            own = _thread.get_ident()
+            while not self.stopped:
+                time.sleep(SAMPLE_INTERVAL)
+                for tid, frame in sys._current_frames().items():
+                    if tid not in (own, self.main_thread):
+                        self._sample(frame)
+        except Exception:           # the sampler must never disturb the program
+            pass
+
+    def _sample(self, frame):
+        """Charge one interval to the innermost loop running generated code and to
+        every function on the stack; compile what has become worth it."""
+        seen = set()
+        innermost = None
+        depth = 0
+        while frame is not None and depth < SAMPLE_DEPTH:
+            code = frame.f_code
+            index = _function_index(code)
+            if index is not None:
+                if innermost is None:
+                    innermost = (index, frame, code)
+                seen.add(index)
+            frame = frame.f_back
+            depth += 1
+        for index in seen:
+            self.hot_seconds[index] += SAMPLE_INTERVAL
+        if innermost is None:
+            return
+        index, frame, code = innermost
+        header = self._loop_of(code, frame.f_lineno)
+        if header is not None:
+            key = (index, header)
+            self.hot_seconds[key] += SAMPLE_INTERVAL
+            if self.regions.get(key, False) is False and self._worth(key, index):
+                self._compile_in_sampler(index, header)
+        elif index not in self.calls and index != self.compiled.linked.main_index() \
+                and self._worth(index, index):
+            # Hot without a loop of its own: many calls (recursion, a callee).
+            self._compile_call_in_sampler(index)
+
+    def _loop_of(self, code, line):
+        loops = self.compiled.jit_code_loops.get(code.co_name)
+        if not loops:
+            return None
+        found = None
+        for first, last, header in loops:
+            if first <= line <= last:
+                found = header          # the innermost loop comes last
+        return found
+
+    def _worth(self, what, index):
+        """Ski rental: has `what` been hot for pay_back times what compiling costs?"""
+        cost = COMPILE_BASE + COMPILE_PER_INSTR * self._size(index)
+        if self.rt is None or (self.engine is None and self.cache is None):
             cost += SETUP_COST
         if self.cache is not None:
             cost += LINK_COST
-        # An earlier run of the program saw how long this stayed hot: predict from it.
         earlier = (self.profile or {}).get("hot", {}).get(what, 0.0)
         if earlier >= PREDICTED_PAY_BACK * cost:
             return True
-        return now - first >= self.pay_back * cost
+        return self.hot_seconds[what] >= self.pay_back * cost
 
-    def _loop_size(self, index):
+    def _size(self, index):
         return len(self.compiled.linked.functions[index].get("instrs") or ())
 
-    # --- the hooks ---------------------------------------------------------------------
+    def _compile_in_sampler(self, index, header):
+        with self.lock:
+            if self.regions.get((index, header), False) is not False:
+                return
+            region = self._cached_region(index, header)
+            if region is False:
+                region = self._compile(index, header)
+        if region is not None and region.address is not None:
+            self._raise_flags(region)
+
+    def _compile_call_in_sampler(self, index):
+        with self.lock:
+            if index in self.calls:
+                return
+            native = self.calls[index] = self._compile_call(index)
+        fn = self.fast.get(index)
+        if native is not None and fn is not None:
+            self._bind(index, self._native_stand_in(index, native, fn))
+
+    def _raise_flags(self, region):
+        ns = self.compiled.ns
+        for h in region.entry_blocks:
+            ns[f"_JQ{region.index}_{h}"] = True
+
+    # --- the loop hook -----------------------------------------------------------------
 
     def enter(self, index, header, frame):
         key = (index, header)
         region = self.regions.get(key, False)
-        counters = self.compiled.ns[f"_JC{index}"]
         if region is False:
-            region = self._cached_region(index, header)
-            if region is False:
-                if self._whole_function_instead(index, header):
-                    return None
-                if not self._pays(key, self._loop_size(index)):
-                    counters[header] = self.hot
-                    return None
-                region = self._compile(index, header)
+            with self.lock:
+                region = self.regions.get(key, False)
+                if region is False:
+                    region = self._cached_region(index, header)
+                if region is False:
+                    if not self.eager:
+                        self.compiled.ns[f"_JQ{index}_{header}"] = False
+                        return None
+                    self.arrivals[key] += 1
+                    if self.arrivals[key] < self.hot or self._whole_function_instead(index,
+                                                                                      header):
+                        return None
+                    region = self._compile(index, header)
         if region is None or not self._ready(region):
-            counters[header] = \
-                RECHECK if region is not None and region.pending is not None else NEVER
+            if region is None or region.pending is None:
+                self.compiled.ns[f"_JQ{index}_{header}"] = False
             return None
         S, D = region.buffers
         if not region.enter_fn(frame, S, D):
@@ -433,48 +583,35 @@ class Jit:
             region.dropped = (f"{region.native_instrs / region.entries:.0f} instructions "
                               "per entry")
             region.address = None
+            for h in region.entry_blocks:
+                ns[f"_JQ{index}_{h}"] = False
         # The whole frame: the interpreter may go on in another frame (jitx).
         frame.update(region.leave_fn(S, D))
         return region.lids[t], frame
 
     def _whole_function_instead(self, index, header):
-        """A hot loop in a function called many times already: compile the function
-        whole (its later calls run natively) rather than this loop, and go on
-        interpreting this call.  Only if the loop stays hot in this same call
-        does it get a region of its own (one compilation, not two, in the usual
-        case of a loop inside a hot function)."""
+        """Eager mode: a hot loop in a function called many times already: compile
+        the function whole (its later calls run natively) rather than this loop,
+        and go on interpreting this call.  Only if the loop stays hot in this same
+        call does it get a region of its own."""
         key = (index, header)
-        if key in self.deferred or index in self.calls:
+        if ("deferred", key) in self.arrivals or index in self.calls:
             return False
-        ns = self.compiled.ns
-        if self.hot_calls - ns["_JF"][index] < CALLS_FOR_WHOLE:
+        if self.arrivals[index] < CALLS_FOR_WHOLE:
             return False
-        self.deferred.add(key)
-        if not self._pays(index, self._loop_size(index)):
-            return False
+        self.arrivals[("deferred", key)] = 1
         native = self.calls[index] = self._compile_call(index)
         if native is None:
             return False
-        ns["_JF"][index] = 0                # the next call runs natively
-        ns[f"_JC{index}"][header] = self.hot
+        fn = self.fast.get(index)
+        if fn is not None:
+            self._bind(index, self._native_stand_in(index, native, fn))
+        self.arrivals[key] = 0
         return True
 
-    def call(self, index, args):
-        """The hook at a function's entry, once it has been called often: run the
-        call natively (compiling the function whole the first time); returns its
-        result, or _NOT_NATIVE to interpret it."""
-        native = self.calls.get(index, False)
-        if native is False:
-            native = self._cached_call(index)
-            if native is False:
-                if not self._pays(index, self._loop_size(index)):
-                    self.compiled.ns["_JF"][index] = self.hot_calls
-                    return _NOT_NATIVE
-                native = self._compile_call(index)
-            self.calls[index] = native
-        if native is None or not self._ready(native):
-            self.compiled.ns["_JF"][index] = \
-                RECHECK if native is not None and native.pending is not None else NEVER
+    def call(self, native, args):
+        """Run a call natively: its result, or _NOT_NATIVE to interpret it."""
+        if not self._ready(native):
             return _NOT_NATIVE
         S, D = native.buffers
         for i, (key, v) in enumerate(zip(native.types, args)):
@@ -582,10 +719,9 @@ class Jit:
         calls = {n.index: {} for n in self.all_calls
                  if n.unit_key is not None and n.dropped is None}
         # How long each loop and function stayed hot (the longest seen so far).
-        now = time.perf_counter()
         hot = dict(old.get("hot", {}))
-        for what, first in self.hot_since.items():
-            hot[what] = max(hot.get(what, 0.0), round(now - first, 4))
+        for what, seconds in self.hot_seconds.items():
+            hot[what] = max(hot.get(what, 0.0), round(seconds, 4))
         heap = self.heap is not None or self.wanted_heap or bool(old.get("heap"))
         profile = {"regions": regions, "calls": calls, "heap": heap, "hot": hot,
                    "tried": old.get("tried", [])}
@@ -751,13 +887,12 @@ class Jit:
     def _register_region(self, region):
         """Every loop the region can be entered at tries it at its next visits."""
         self.all_regions.append(region)
-        counters = self.compiled.ns.get(f"_JC{region.index}", {})
         for h in region.entry_blocks:
-            if self.regions.get((region.index, h)) is None:
+            if not self.regions.get((region.index, h)):
                 self.regions[(region.index, h)] = region
-                if h in counters and (region.address is not None or region.pending is not None):
-                    counters[h] = min(counters[h], 0)
         self.regions.setdefault((region.index, region.header), region)
+        if region.address is not None or region.pending is not None:
+            self._raise_flags(region)
 
     def _build(self, region):
         from . import jitcache
@@ -848,6 +983,15 @@ class Jit:
                 "error": region.error,
             })
         return out
+
+
+def _function_index(code):
+    """The Bril function number of generated code (`F<index>_...`), or None."""
+    name = code.co_name
+    if name[:1] != "F" or not code.co_filename.startswith("<bril"):
+        return None
+    digits = name[1:].split("_", 1)[0]
+    return int(digits) if digits.isdigit() else None
 
 
 def _block_name(fc, bi):

@@ -22,8 +22,8 @@ VARIANT_SUFFIX = {"normal": "", "generic": "__generic", "entry": "__entry", "jit
 def variant_name(index, name, variant, osr=None):
     """The Python name a variant of function number `index` is defined as (`osr`:
     the block index an osr variant is entered at)."""
-    if variant == "osr":
-        return f"{function_name(index, name)}__osr{osr}"
+    if variant in ("osr", "osrjit"):
+        return f"{function_name(index, name)}__{variant}{osr}"
     return function_name(index, name) + VARIANT_SUFFIX[variant]
 
 
@@ -98,7 +98,7 @@ class Links:
         self.callees = set()        # function indices called by name
         self.variants = set()       # (global name, function index, variant)
         self.label_ids = None       # phi functions: label name -> id (for osr entries)
-        self.counters = {}          # jit variants: counter dict name -> (function, headers)
+        self.counters = {}          # jit variants: flag name -> (function, header)
         self.info = {}              # what a tier needs to enter the code (marshal-able)
 
     def constant(self, obj):
@@ -113,14 +113,13 @@ class Links:
         self.variants.add((name, index, variant))
         return name
 
-    def counter(self, index, header):
-        """The expression of the JIT's arrival counter at loop header `header` (a block
-        index) of function `index`: `_JC<index>[<header>]`, one dict per function."""
-        name = f"_JC{index}"
-        headers = self.counters.setdefault(name, (index, []))[1]
-        if header not in headers:
-            headers.append(header)
-        return f"{name}[{header}]"
+    def flag(self, index, header):
+        """The name of the JIT's flag for loop header `header` (a block index) of
+        function `index` (`_JQ<index>_<header>`): true when the loop should hand
+        its frame to the JIT there."""
+        name = f"_JQ{index}_{header}"
+        self.counters[name] = (index, header)
+        return name
 
     def as_data(self):
         """A marshal-able form (see `from_data`)."""
@@ -132,7 +131,7 @@ class Links:
         links = cls(data[0])
         links.constants, links.callees, links.variants, links.label_ids, links.counters = (
             data[1], set(data[2]), {tuple(v) for v in data[3]}, data[4],
-            {k: (v[0], list(v[1])) for k, v in data[5].items()})
+            {k: tuple(v) for k, v in data[5].items()})
         links.info = data[6]
         return links
 
