@@ -95,6 +95,12 @@ def _phi_error(prev, label_ids):
     raise BrilError(f"phi has no argument for label {name}")
 
 
+def _fact_violated(what, value):
+    """Checking mode (`bril.codegen._Emitter.emit_fact_checks`): a range fact the
+    generated code relied on does not hold -- a bug of the tool, not of the program."""
+    raise BrilError(f"internal error: range fact violated: {what} (got {value!r})")
+
+
 class _Unbound:
     __slots__ = ()
 
@@ -106,6 +112,7 @@ _BASE_NAMESPACE.update({
     "_cint": _cint, "_cbool": _cbool, "_cfloat": _cfloat, "_cchar": _cchar, "_cptr": _cptr,
     "_unknown_type": _unknown_type,
     "_phi_error": _phi_error,
+    "_RF": _fact_violated,
     "_ff": format_float,
     "_fv": format_value,
     "_kind": kind_of,
@@ -121,8 +128,12 @@ _BASE_NAMESPACE.update({
 class CompiledProgram:
     """The generated Python code of a linked program, with its run-time namespace."""
 
-    def __init__(self, linked, out, native_heap=False):
+    def __init__(self, linked, out, native_heap=False, check_facts=None):
         self.linked = linked
+        # Checking mode: the generated code asserts the range facts it relies on
+        # (`check_facts`, else the environment variable BRIL_CHECK_FACTS, read here once).
+        self.check_facts = codegen.check_facts_requested() if check_facts is None \
+            else bool(check_facts)
         self.native_heap = False
         self.heap = heapmod.Heap()
         self.ns = dict(_BASE_NAMESPACE)
@@ -252,13 +263,14 @@ def _dump(text, where):
 
 
 def compile_program(prog, *, out=None, base_dir=None, lib_dirs=(), filename=None,
-                    native_heap=False):
+                    native_heap=False, check_facts=None):
     """Link and compile prog; returns (CompiledProgram, index of @main).  With
-    `native_heap`, the heap lives in brilrt's region table (`bril.heap.NativeHeap`)."""
+    `native_heap`, the heap lives in brilrt's region table (`bril.heap.NativeHeap`).
+    `check_facts`: the checking mode (see `run`)."""
     linked = link(prog, base_dir=base_dir, lib_dirs=lib_dirs, filename=filename)
     main = linked.main_index()
     compiled = CompiledProgram(linked, out if out is not None else sys.stdout,
-                               native_heap=native_heap)
+                               native_heap=native_heap, check_facts=check_facts)
     return compiled, main
 
 
@@ -335,7 +347,7 @@ def _call_in_big_thread(fn, timeout=None):
 
 
 def run(prog, argv=(), *, out=None, base_dir=None, lib_dirs=(), filename=None,
-        recorder=None, jit=None, native_heap=False, timeout=None):
+        recorder=None, jit=None, native_heap=False, timeout=None, check_facts=None):
     """Run @main of prog with string arguments; return the dynamic instruction count.
 
     With a `timeout` (seconds), a run that takes longer ends in a BrilError
@@ -346,10 +358,17 @@ def run(prog, argv=(), *, out=None, base_dir=None, lib_dirs=(), filename=None,
 
     With a `recorder` (a `bril.trace_record.Recorder`), the functions run in
     their recording variants, reporting function entries, basic blocks and
-    returns to it (slower; used by `brili --trace`)."""
+    returns to it (slower; used by `brili --trace`).
+
+    With `check_facts` (default: the environment variable BRIL_CHECK_FACTS=1), the
+    generated code asserts every range fact of `bril.typecheck` it relies on (no
+    wrap-around where a test was dropped, the sign of `div` operands compiled to
+    `//`, each int variable's inferred range at block entry); a violated one is a
+    BrilError "internal error: range fact violated: ...".  Off, it costs nothing."""
     out = out if out is not None else sys.stdout
     compiled, main = compile_program(prog, out=out, base_dir=base_dir, lib_dirs=lib_dirs,
-                                     filename=filename, native_heap=native_heap)
+                                     filename=filename, native_heap=native_heap,
+                                     check_facts=check_facts)
     mfunc = compiled.linked.functions[main]
     values = parse_main_args(mfunc.get("args") or [], list(argv))
     try:
