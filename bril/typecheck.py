@@ -124,7 +124,8 @@ _HI_THRESHOLDS = (-1, 0, 1, INT_MAX - 1, INT_MAX)
 _LO_THRESHOLDS = (INT_MIN, INT_MIN + 1, -1, 0, 1)
 
 # A comparison that produced a bool, seen from the other side: `a OP b` is false.
-_NEGATE = {"lt": "ge", "le": "gt", "gt": "le", "ge": "lt", "eq": None}
+# ('ne' is no Bril op: the fact of `not (a == b)`.)
+_NEGATE = {"lt": "ge", "le": "gt", "gt": "le", "ge": "lt", "eq": "ne", "ne": "eq"}
 
 
 class State:
@@ -133,7 +134,8 @@ class State:
     types:  tags per variable
     bound:  variables definitely assigned
     ranges: (lo, hi) bounds of int variables (absent: the full 64-bit range)
-    facts:  bool variable -> (op, a, b): the variable holds `a op b` (int compare)
+    facts:  bool variable -> (op, a, b): the variable holds `a op b` (int compare;
+            op is lt le gt ge eq, or ne for a negated eq)
     """
     __slots__ = ("types", "bound", "ranges", "facts")
 
@@ -224,21 +226,30 @@ class State:
         op, a, b = fact
         if not holds:
             op = _NEGATE[op]
-            if op is None:
-                return self
         if self.types.get(a) != {"int"} or self.types.get(b) != {"int"}:
             return self
         (alo, ahi), (blo, bhi) = self.range(a), self.range(b)
-        if op in ("gt", "ge"):
-            op = "lt" if op == "gt" else "le"
-            (a, alo, ahi), (b, blo, bhi) = (b, blo, bhi), (a, alo, ahi)
-        if op == "lt":
-            ahi, blo = min(ahi, bhi - 1), max(blo, alo + 1)
-        elif op == "le":
-            ahi, blo = min(ahi, bhi), max(blo, alo)
-        else:   # eq
-            alo = blo = max(alo, blo)
-            ahi = bhi = min(ahi, bhi)
+        if op == "ne":
+            # Only a bound equal to the other side's single value moves.
+            if a == b:
+                return self     # x != x: never taken
+            a_one, b_one = alo == ahi, blo == bhi
+            if b_one:
+                alo, ahi = alo + (alo == blo), ahi - (ahi == blo)
+            if a_one:
+                v = self.range(a)[0]
+                blo, bhi = blo + (blo == v), bhi - (bhi == v)
+        else:
+            if op in ("gt", "ge"):
+                op = "lt" if op == "gt" else "le"
+                (a, alo, ahi), (b, blo, bhi) = (b, blo, bhi), (a, alo, ahi)
+            if op == "lt":
+                ahi, blo = min(ahi, bhi - 1), max(blo, alo + 1)
+            elif op == "le":
+                ahi, blo = min(ahi, bhi), max(blo, alo)
+            else:   # eq
+                alo = blo = max(alo, blo)
+                ahi = bhi = min(ahi, bhi)
         if alo > ahi or blo > bhi:
             return self         # an edge never taken: any state will do
         new = self.copy()
@@ -586,7 +597,7 @@ def _result_range(ft, instr, st, args):
         return None, (op, args[0], args[1])
     if op == "not" and len(args) == 1:
         f = st.facts.get(args[0])
-        if f is not None and _NEGATE[f[0]] is not None:
+        if f is not None:
             return None, (_NEGATE[f[0]], f[1], f[2])
         return None, None
     return None, None

@@ -150,3 +150,156 @@ def test_checking_mode_is_read_once_per_program(monkeypatch):
     compiled.prepare(main)
     assert compiled.check_facts and "_RF(" in compiled.codes[main].source()
     assert codegen.check_facts_requested() is False
+
+
+# --- 2. refinement on branch edges ---------------------------------------------------
+
+OPS = ("eq", "lt", "le", "gt", "ge")
+_SWAP = {"eq": "eq", "lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
+_NOT = {"eq": None, "lt": "ge", "le": "gt", "gt": "le", "ge": "lt"}
+
+
+def _interval(rel, k):
+    """Where x lies when `x rel k` holds (None: no interval)."""
+    if rel is None:
+        return None
+    return {"lt": (INT_MIN, k - 1), "le": (INT_MIN, k), "gt": (k + 1, INT_MAX),
+            "ge": (k, INT_MAX), "eq": (k, k)}[rel]
+
+
+def _sign_test_program(op, order, negate, copy, k):
+    """x compared with the constant k (order 'xk', 'kx', or 'xx': with itself),
+    maybe negated and copied; both edges divide x, meet again, divide again."""
+    a, b = {"xk": ("x", "k"), "kx": ("k", "x"), "xx": ("x", "x")}[order]
+    lines = [f"k: int = const {k};", "ten: int = const 10;", "m: int = const -3;",
+             f"c: bool = {op} {a} {b};"]
+    cond = "c"
+    if negate:
+        lines.append("n: bool = not c;")
+        cond = "n"
+    if copy:
+        lines.append(f"d: bool = id {cond};")
+        cond = "d"
+    lines += [f"br {cond} .yes .no;",
+              ".yes:", "q: int = div x ten;", "r: int = div x m;", "print q r;", "jmp .join;",
+              ".no:", "only: int = const 7;", "q: int = div x ten;", "print q;",
+              ".join:", "s: int = div x ten;", "t: int = div x k;", "print s t;"]
+    return parse_program("@main(x: int) {\n" + "\n".join(lines) + "\n}")
+
+
+CASES = list(itertools.product(OPS, ("xk", "kx", "xx"), (False, True), (False, True)))
+
+
+@pytest.mark.parametrize("op, order, negate, copy", CASES,
+                         ids=["-".join(map(str, c)) for c in CASES])
+def test_refinement_is_sound_and_tight(op, order, negate, copy):
+    for k in (-2, -1, 1, 2, 11):          # (non-zero: `t` divides by k)
+        prog = _sign_test_program(op, order, negate, copy, k)
+        func = prog["functions"][0]
+        blocks = codegen.build_blocks(func)
+        ft = tc.infer(func, blocks)
+        where = {b.label: ft.block_in[b.index] for b in blocks}
+        rel = op if order == "xk" else _SWAP[op]
+        for label, holds in (("yes", True), ("no", False)):
+            got = where[label].range("x")
+            if order == "xx":
+                # x op x: one edge is never taken (any range will do), the other
+                # learns nothing.
+                if (op in ("eq", "le", "ge")) == (holds != negate):
+                    assert got == tc.FULL, (label, got)
+                continue
+            want = _interval(rel if holds != negate else _NOT[rel], k) or tc.FULL
+            assert got == want, (label, k, got, want)
+        assert where["join"].range("x") == tc.FULL
+        for x in (-12, -11, -3, -2, -1, 0, 1, 2, 3, 11, 12, INT_MIN, INT_MAX):
+            argv = [str(x)]
+            expected = simple_interp.run(prog, argv)
+            assert outcome(prog, argv, check_facts=True) == expected, (k, x)
+
+
+def test_a_fact_dies_with_its_operands():
+    # c = x < 0 is computed, then x is reassigned on one path (or copied into a
+    # variable that is reassigned): the branch on c says nothing about the new x.
+    prog = parse_program("""
+    @main(x: int, b: bool) {
+      zero: int = const 0; ten: int = const 10; minus: int = const -5;
+      c: bool = lt x zero;
+      d: bool = id c;
+      br b .change .keep;
+    .change:
+      x: int = const -25;
+      jmp .test;
+    .keep:
+      c: bool = lt zero minus;
+      jmp .test;
+    .test:
+      br d .neg .pos;
+    .neg:
+      q: int = div x ten; print q;
+      jmp .end;
+    .pos:
+      q: int = div x ten; print q;
+    .end:
+      br c .a .b;
+    .a: print c;
+    .b: q: int = div x ten; print q;
+    }""")
+    ft = tc.infer(prog["functions"][0], codegen.build_blocks(prog["functions"][0]))
+    assert not any(dividend for dividend, _ in ft.nonneg.values())
+    for argv in (["5", "true"], ["5", "false"], ["-5", "true"], ["-5", "false"]):
+        expected = simple_interp.run(prog, argv)
+        assert outcome(prog, argv, check_facts=True) == expected
+
+
+def test_a_loop_dividing_toward_zero_from_below_ends():
+    prog = parse_program("""
+    @main(x: int) {
+      zero: int = const 0; ten: int = const 10; n: int = const 0; one: int = const 1;
+      w: int = id x;
+    .head:
+      c: bool = lt w zero;
+      br c .body .exit;
+    .body:
+      w: int = div w ten;
+      n: int = add n one;
+      jmp .head;
+    .exit:
+      print w n;
+    }""")
+    for x in ("-123456", str(INT_MIN), "-1", "0", "5"):
+        expected = simple_interp.run(prog, [x])
+        assert outcome(prog, [x], check_facts=True) == expected
+
+
+def test_a_negated_equality_moves_a_bound_equal_to_the_constant():
+    # `not (x == 0)`, and `x == 0` on its false edge: x in [-5, 0] becomes [-5, -1].
+    prog = parse_program("""
+    @main(b: bool) {
+      zero: int = const 0; ten: int = const 10;
+      br b .l .r;
+    .l: x: int = const -5; jmp .test;
+    .r: x: int = const 0;
+    .test:
+      c: bool = eq x zero;
+      n: bool = not c;
+      br n .nonzero .zero;
+    .nonzero:
+      d: bool = eq zero x;
+      br d .never .again;
+    .again:
+      q: int = div ten x;
+      print q;
+      ret;
+    .zero:
+    .never:
+    }""")
+    func = prog["functions"][0]
+    blocks = codegen.build_blocks(func)
+    ft = tc.infer(func, blocks)
+    where = {b.label: ft.block_in[b.index] for b in blocks}
+    assert where["test"].range("x") == (-5, 0)
+    assert where["nonzero"].range("x") == (-5, -1)
+    assert where["zero"].range("x") == (0, 0)
+    assert where["again"].range("x") == (-5, -1)
+    for argv in (["true"], ["false"]):
+        assert outcome(prog, argv, check_facts=True) == simple_interp.run(prog, argv)
