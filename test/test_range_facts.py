@@ -303,3 +303,44 @@ def test_a_negated_equality_moves_a_bound_equal_to_the_constant():
     assert where["again"].range("x") == (-5, -1)
     for argv in (["true"], ["false"]):
         assert outcome(prog, argv, check_facts=True) == simple_interp.run(prog, argv)
+
+
+# --- 3. an instruction object at two places ------------------------------------------
+
+def test_an_instruction_at_two_places_is_analysed_at_both():
+    # The same `add` dict twice: the first place may wrap, the second may not.
+    # The result recorded for it must hold at both (the last place analysed
+    # used to decide for both: the sum was printed unwrapped).
+    add = {"op": "add", "dest": "y", "type": "int", "args": ["x", "one"]}
+    show = {"op": "print", "args": ["y"]}
+    div = {"op": "div", "dest": "q", "type": "int", "args": ["x", "ten"]}
+    prog = {"functions": [{"name": "main", "args": [{"name": "a", "type": "int"}], "instrs": [
+        {"op": "const", "dest": "one", "type": "int", "value": 1},
+        {"op": "const", "dest": "ten", "type": "int", "value": 10},
+        {"op": "const", "dest": "x", "type": "int", "value": INT_MAX},
+        add, show,
+        {"op": "id", "dest": "x", "type": "int", "args": ["a"]},
+        div, {"op": "print", "args": ["q"]},
+        {"op": "const", "dest": "x", "type": "int", "value": 1},
+        add, show, div, {"op": "print", "args": ["q"]},
+    ]}]}
+    expected = simple_interp.run(prog, ["-17"])
+    assert expected.stdout == f"{INT_MIN}\n-1\n2\n0\n"
+    assert outcome(prog, ["-17"]) == expected
+    assert outcome(prog, ["-17"], check_facts=True) == expected
+
+
+def test_an_analysis_that_gives_up_assumes_nothing(monkeypatch):
+    # With no worklist budget the analysis stops early: its partial states are
+    # not kept (every variable maybe unassigned, every int unbounded).
+    monkeypatch.setattr(tc, "VISITS_PER_BLOCK", 0)
+    prog = parse_program(DIV_AFTER_JOIN)
+    func = prog["functions"][0]
+    blocks = codegen.build_blocks(func)
+    ft = tc.infer(func, blocks)
+    assert not ft.precise and not ft.wrap_checks and not ft.nonneg
+    assert all(all(u) for u in ft.arg_unbound.values())
+    for st in ft.block_in:      # (every block may be reached)
+        assert not st.ranges and not st.bound and set(st.types) >= {"x", "q", "one"}
+        assert all(t == tc.TOP for t in st.types.values())
+    assert outcome(prog, ["-17"], check_facts=True) == simple_interp.run(prog, ["-17"])
