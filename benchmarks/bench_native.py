@@ -34,7 +34,9 @@ The machine may be busy: repeat and compare figures from the same run.
 """
 
 import argparse
+import os
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -46,7 +48,7 @@ import harness
 # Interpreter runs of about 1 s or more on this machine (measured 2026-11-22,
 # 0.9-1.8 s; leibniz has no arguments and stays shorter).  Recursive programs
 # without loops (ackermann, fib-rec) show what the JIT does not touch.
-DEFAULT_PROGRAMS = [
+LONG_PROGRAMS = [
     "corpus:mem/mat-mul.bril 150 109658",
     "corpus:float/leibniz.bril",
     "corpus:core/sum-check.bril 14000000",
@@ -59,6 +61,26 @@ DEFAULT_PROGRAMS = [
     "char/caesar.bril 480000 k e y 2718",
     "spec/speculate-guard.bril 1600000 850000 70 100",
 ]
+
+
+# Shorter runs, plain brili about 0.05-1 s on this machine: most Bril runs are
+# short, and there the JIT must not lose.
+SHORT_PROGRAMS = [
+    "corpus:mem/mat-mul.bril 50 109658",
+    "corpus:float/mandelbrot.bril",
+    "corpus:core/sum-check.bril 1000000",
+    "loops/prime-count.bril 30000",
+    "corpus:core/ackermann.bril 3 5",
+    "recursion/fib-rec.bril 22",
+    "float/nbody.bril 2000",
+    "memory/merge-sort.bril 10000 7",
+    "memory/sieve.bril 200000",
+    "char/caesar.bril 40000 k e y 2718",
+    "corpus:mem/eight-queens.bril",
+    "corpus:core/fizz-buzz.bril 5000",
+]
+
+GROUPS = [("short", SHORT_PROGRAMS), ("long", LONG_PROGRAMS)]
 
 
 def resolve(spec):
@@ -90,12 +112,27 @@ def compile_native(brilc, program_json, out, repeat):
     return best, None
 
 
-def best_run(command, program_json, args, repeat):
-    runs = [harness.run_interp(command, program_json, args) for _ in range(repeat)]
+def best_run(command, program_json, args, repeat, env=None):
+    runs = [harness.run_interp(command, program_json, args, env=env) for _ in range(repeat)]
     for run in runs:
         if run.error:
             return run
     return min(runs, key=lambda r: r.seconds)
+
+
+def clear_program_entries(cache_dir):
+    """Empty a code cache of everything but the run-time library builds: what a
+    program leaves there (generated code, native units, profiles) is gone, so the
+    next run is a cold one."""
+    for kind in ("py", "cold", "unit", "unitdata", "profile", "program", "locks"):
+        shutil.rmtree(Path(cache_dir) / kind, ignore_errors=True)
+
+
+def geomean(values):
+    geo = 1.0
+    for v in values:
+        geo *= v
+    return geo ** (1 / len(values)) if values else float("nan")
 
 
 def main(argv=None):
@@ -107,8 +144,11 @@ def main(argv=None):
                         help="the JIT command (default: brili --jit); '' to skip it")
     parser.add_argument("--brilc", default="brilc", metavar="CMD",
                         help="the compiler command, reading JSON on stdin (default: brilc)")
+    parser.add_argument("--group", choices=("short", "long", "both"), default="both",
+                        help="the programs: short runs (plain brili 0.05-1 s), long runs "
+                             "(plain brili 0.3-2.5 s), or both (default)")
     parser.add_argument("--program", action="append", metavar='"PATH [ARGS]"',
-                        help="a program to run instead of the default set (repeatable)")
+                        help="a program to run instead of a group (repeatable)")
     parser.add_argument("--repeat", type=int, default=3, metavar="N",
                         help="runs per program and engine; the best counts (default 3)")
     parser.add_argument("--compile-repeat", type=int, default=1, metavar="N",
@@ -117,64 +157,91 @@ def main(argv=None):
                         help="text-to-JSON command (default: bril2json)")
     opts = parser.parse_args(argv)
 
-    programs = [resolve(s) for s in opts.program or DEFAULT_PROGRAMS]
-    name_w = max(len(harness.display_name(p)) for p, _ in programs) + 2
-    args_w = min(max(len(" ".join(a)) for _, a in programs), 24) + 2
+    if opts.program:
+        groups = [("programs", [resolve(s) for s in opts.program])]
+    else:
+        groups = [(name, [resolve(s) for s in specs]) for name, specs in GROUPS
+                  if opts.group in (name, "both")]
+    all_programs = [p for _, progs in groups for p in progs]
+    name_w = max(len(harness.display_name(p)) for p, _ in all_programs) + 2
+    args_w = min(max(len(" ".join(a)) for _, a in all_programs), 24) + 2
     header = (f"{'program':<{name_w}}{'args':<{args_w}}{'dyn instr':>11}"
-              f"  {'interp s':>9}  {'jit s':>8}  {'jit x':>6}"
-              f"  {'compile s':>9}  {'native s':>9}  {'aot x':>7}")
-    print(f"wall seconds, best of {opts.repeat}; jit x = interpreter / jit, "
-          f"aot x = interpreter / native")
+              f"  {'brili s':>8}  {'cold jit':>8}  {'x':>5}  {'warm jit':>8}  {'x':>6}"
+              f"  {'compile s':>9}  {'native s':>9}  {'x':>7}")
+    print(f"wall seconds, best of {opts.repeat}; x = brili / that column.  cold jit: the "
+          f"program's code not in the cache; warm jit: a later run (cache filled)")
     print(f"interpreter: {opts.interp}   jit: {opts.jit or '-'}   compiler: {opts.brilc}")
-    print(header)
-    print("-" * len(header))
     problems = 0
-    speedups = []
-    jit_speedups = []
+    cache_dir = tempfile.mkdtemp(prefix="bench-native-cache-")
+    cold_env = dict(os.environ, BRIL_CACHE_DIR=cache_dir, BRIL_JIT_PRECOMPILE="0")
+    fill_env = dict(os.environ, BRIL_CACHE_DIR=cache_dir, BRIL_JIT_PRECOMPILE="wait")
+    warm_env = dict(os.environ, BRIL_CACHE_DIR=cache_dir, BRIL_JIT_PRECOMPILE="0")
     with tempfile.TemporaryDirectory() as tmp:
-        for k, (path, args) in enumerate(programs):
-            program_json = harness.to_json(path, opts.bril2json)
-            exe = Path(tmp) / f"prog{k}"
-            arg_text = " ".join(args)
-            if len(arg_text) > args_w - 2:
-                arg_text = arg_text[:args_w - 5] + "..."
-            line = f"{harness.display_name(path):<{name_w}}{arg_text:<{args_w}}"
-            compile_s, error = compile_native(opts.brilc, program_json, exe, opts.compile_repeat)
-            if error:
-                print(line + f"{'':>11}  brilc failed: {error}")
-                problems += 1
-                continue
-            interp = best_run(opts.interp, program_json, args, opts.repeat)
-            native = best_run(str(exe), b"", args, opts.repeat)
-            jit = best_run(opts.jit, program_json, args, opts.repeat) if opts.jit else None
-            failed = interp.error or native.error or (jit.error if jit else None)
-            if failed:
-                print(line + f"{'':>11}  failed: {failed}")
-                problems += 1
-                continue
-            speedup = interp.seconds / native.seconds
-            speedups.append(speedup)
-            jit_text = f"{'-':>8}  {'-':>6}"
-            if jit is not None:
-                jit_speedup = interp.seconds / jit.seconds
-                jit_speedups.append(jit_speedup)
-                jit_text = f"{jit.seconds:>8.3f}  {jit_speedup:>5.1f}x"
-            line += (f"{interp.dyn or 0:>11}  {interp.seconds:>9.3f}  {jit_text}"
-                     f"  {compile_s:>9.3f}  {native.seconds:>9.4f}  {speedup:>6.1f}x")
-            if native.dyn != interp.dyn or native.stdout != interp.stdout or (
-                    jit is not None and (jit.dyn != interp.dyn or jit.stdout != interp.stdout)):
-                line += " !"
-                problems += 1
-            print(line)
-    print("-" * len(header))
-    for what, values in (("jit", jit_speedups), ("aot", speedups)):
-        if values:
-            geo = 1.0
-            for v in values:
-                geo *= v
-            geo **= 1 / len(values)
-            print(f"{what} speed-up: geometric mean {geo:.1f}x, min {min(values):.1f}x, "
-                  f"max {max(values):.1f}x over {len(values)} programs")
+        for group, programs in groups:
+            print(f"\n{group}:")
+            print(header)
+            print("-" * len(header))
+            ratios = {"cold": [], "warm": [], "aot": [], "cold/brili": []}
+            for k, (path, args) in enumerate(programs):
+                program_json = harness.to_json(path, opts.bril2json)
+                exe = Path(tmp) / f"{group}{k}"
+                arg_text = " ".join(args)
+                if len(arg_text) > args_w - 2:
+                    arg_text = arg_text[:args_w - 5] + "..."
+                line = f"{harness.display_name(path):<{name_w}}{arg_text:<{args_w}}"
+                compile_s, error = compile_native(opts.brilc, program_json, exe,
+                                                  opts.compile_repeat)
+                if error:
+                    print(line + f"{'':>11}  brilc failed: {error}")
+                    problems += 1
+                    continue
+                interp = best_run(opts.interp, program_json, args, opts.repeat, warm_env)
+                native = best_run(str(exe), b"", args, opts.repeat)
+                cold = warm = None
+                if opts.jit:
+                    colds = []
+                    for _ in range(opts.repeat):
+                        clear_program_entries(cache_dir)
+                        colds.append(harness.run_interp(opts.jit, program_json, args,
+                                                        env=cold_env))
+                    cold = next((r for r in colds if r.error), None) or min(
+                        colds, key=lambda r: r.seconds)
+                    harness.run_interp(opts.jit, program_json, args, env=fill_env)
+                    harness.run_interp(opts.jit, program_json, args, env=fill_env)
+                    warm = best_run(opts.jit, program_json, args, opts.repeat, warm_env)
+                failed = interp.error or native.error or (cold.error if cold else None) or (
+                    warm.error if warm else None)
+                if failed:
+                    print(line + f"{'':>11}  failed: {failed}")
+                    problems += 1
+                    continue
+                aot = interp.seconds / native.seconds
+                ratios["aot"].append(aot)
+                jit_text = f"{'-':>8}  {'-':>5}  {'-':>8}  {'-':>6}"
+                if cold is not None:
+                    ratios["cold"].append(interp.seconds / cold.seconds)
+                    ratios["cold/brili"].append(cold.seconds / interp.seconds)
+                    ratios["warm"].append(interp.seconds / warm.seconds)
+                    jit_text = (f"{cold.seconds:>8.3f}  {interp.seconds / cold.seconds:>4.2f}x"
+                                f"  {warm.seconds:>8.3f}  {interp.seconds / warm.seconds:>5.1f}x")
+                line += (f"{interp.dyn or 0:>11}  {interp.seconds:>8.3f}  {jit_text}"
+                         f"  {compile_s:>9.3f}  {native.seconds:>9.4f}  {aot:>6.1f}x")
+                if any(r is not None and (r.dyn != interp.dyn or r.stdout != interp.stdout)
+                       for r in (native, cold, warm)):
+                    line += " !"
+                    problems += 1
+                print(line, flush=True)
+            print("-" * len(header))
+            for what, label in (("cold", "cold jit speed-up"), ("warm", "warm jit speed-up"),
+                                ("aot", "brilc executable speed-up")):
+                values = ratios[what]
+                if values:
+                    print(f"{label}: geometric mean {geomean(values):.2f}x, min "
+                          f"{min(values):.2f}x, max {max(values):.2f}x over {len(values)} "
+                          f"programs")
+            if ratios["cold/brili"]:
+                print(f"cold jit / brili: worst {max(ratios['cold/brili']):.3f}")
+    shutil.rmtree(cache_dir, ignore_errors=True)
     if opts.jit:
         fixed_cost(opts)
     return 1 if problems else 0

@@ -91,11 +91,12 @@ class Run:
         return lines[0] if lines else f"exit code {self.returncode}"
 
 
-def run_interp(command, program_json, args, profile=True, timeout=600):
+def run_interp(command, program_json, args, profile=True, timeout=600, env=None):
     """Run an interpreter command on JSON text with @main args; time it end to end."""
     argv = shlex.split(command) + (["-p"] if profile else []) + list(args)
     start = time.perf_counter()
-    done = subprocess.run(argv, input=program_json, capture_output=True, timeout=timeout)
+    done = subprocess.run(argv, input=program_json, capture_output=True, timeout=timeout,
+                          env=env)
     seconds = time.perf_counter() - start
     stderr = done.stderr.decode(errors="replace")
     return Run(done.returncode, done.stdout.decode(errors="replace"), stderr,

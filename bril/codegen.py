@@ -73,6 +73,7 @@ import math
 import os
 
 from .ops import OPS, INT_MIN, INT_MAX
+from .codekeys import check_facts_requested  # noqa: F401 (also bril.codegen's)
 from .blocks import BLOCK_ENDERS, Block, build_blocks  # noqa: F401 (used by other tiers)
 from .errors import BrilError
 from .pynames import Links, escape as _escape, function_name, shadow_name, var_name, variant_name
@@ -526,6 +527,10 @@ class _Emitter:
             # ids) and the variables it hands over.
             self.links.info = {"osr": {h: fc.blocks_by_index[h].lid for h in fc.osr_headers},
                                "variables": list(fc.variables)}
+        # Checking mode (see emit_fact_checks): read once per program, when it is compiled.
+        self.check_facts = getattr(fc.program, "check_facts", None)
+        if self.check_facts is None:
+            self.check_facts = check_facts_requested()
 
     def _preds(self):
         preds = {}
@@ -721,6 +726,8 @@ class _Emitter:
         if fc.has_phi and b.label is not None:
             lid = fc.label_ids.setdefault(b.label, len(fc.label_ids))
             o.add(ind, f"_pl = _lb; _lb = {lid}")
+        if self.check_facts:
+            self.emit_fact_checks(ind, block=b)
         pending += b.size
         term = b.term
         body = b.instrs[:-1] if term is not None else b.instrs
@@ -1019,6 +1026,8 @@ class _Emitter:
                     inner = tmpl[len(_WRAP_PREFIX):-1].format(*args)
                     o.add(ind, f"{d} = {inner}")
                     check = self.types.wrap_checks.get(id(instr), "both")
+                    if self.check_facts and check != "both":
+                        self.emit_fact_checks(ind, instr, wrap=check)
                     if check == "both":
                         o.add(ind, f"if not {INT_MIN} <= {d} <= {INT_MAX}: {d} = wrap64({d})")
                     elif check == "upper":
@@ -1026,6 +1035,8 @@ class _Emitter:
                     elif check == "lower":
                         o.add(ind, f"if {d} < {INT_MIN}: {d} = wrap64({d})")
                 elif info.py_nonneg is not None:
+                    if self.check_facts:
+                        self.emit_fact_checks(ind, instr, args=args)
                     o.add(ind, f"{d} = {self.nonneg_expr(instr, info, args)}")
                 else:
                     o.add(ind, f"{d} = {tmpl.format(*args)}")
@@ -1049,6 +1060,56 @@ class _Emitter:
             return (f"({info.py_nonneg.format(*args)} if {' and '.join(tests)} "
                     f"else {info.py.format(*args)})")
         return info.py.format(*args)
+
+    def emit_fact_checks(self, ind, instr=None, block=None, wrap=None, args=()):
+        """Checking mode (`BRIL_CHECK_FACTS=1`, or `bril.interp.run(...,
+        check_facts=True)`): the code asserts every range fact of `bril.typecheck`
+        it relies on, and a violated one raises `internal error: range fact
+        violated: @FUNCTION: WHERE: FACT (got VALUE)` (`_RF`).  Without the mode
+        nothing is emitted.  Called
+
+        * at the entry of `block`: every int variable certainly assigned there
+          lies in its inferred range (`block_in`);
+        * with `wrap` ('none'|'upper'|'lower'), after an add/sub/mul whose exact
+          result was stored: it lies on the side(s) of the 64-bit range whose
+          wrap-around test was dropped;
+        * with `args`, before a `div` that may compile to `//`: each operand
+          proven non-negative (dividend) or positive (divisor) is (operands
+          possibly unassigned are not read: the division reports them)."""
+        o = self.out
+        fname = self.fc.name
+        if block is not None:
+            st = self.types.block_in[block.index] if self.types.precise else None
+            if st is None:
+                return
+            where = f"entry of .{block.label}" if block.label is not None \
+                else f"entry of block {block.index}"
+            for var in sorted(k for k in st.ranges if isinstance(k, str)):
+                if var in st.bound and st.types.get(var) == {"int"}:
+                    lo, hi = st.ranges[var]
+                    v = self.v(var)
+                    o.add(ind, f"if not {lo} <= {v} <= {hi}: "
+                               f"_RF({f'@{fname}: {where}: {var} in [{lo}, {hi}]'!r}, {v})")
+            return
+        try:
+            from .printer import format_instr
+            text = f"@{fname}: `{format_instr(instr)}`"
+        except Exception:                   # a malformed instruction: its JSON
+            text = f"@{fname}: {instr!r}"
+        if wrap is not None:
+            d = self.dest(instr)
+            test = {"none": f"not {INT_MIN} <= {d} <= {INT_MAX}",
+                    "upper": f"{d} < {INT_MIN}", "lower": f"{d} > {INT_MAX}"}[wrap]
+            fact = {"none": "no wrap-around", "upper": "no wrap-around below",
+                    "lower": "no wrap-around above"}[wrap]
+            o.add(ind, f"if {test}: _RF({f'{text}: {fact}'!r}, {d})")
+            return
+        proven = self.types.nonneg.get(id(instr), ())
+        unbound = self.types.arg_unbound.get(id(instr), ())
+        for i, (a, least) in enumerate(zip(args, (0, 1))):
+            if i < len(proven) and proven[i] and not (i < len(unbound) and unbound[i]):
+                name = instr["args"][i]
+                o.add(ind, f"if {a} < {least}: _RF({f'{text}: {name} >= {least}'!r}, {a})")
 
     def emit_const(self, instr, ind):
         o = self.out
@@ -1324,3 +1385,5 @@ def _nonvoid_msg(ftype):
 
 def dump_requested():
     return os.environ.get("BRIL_DUMP_PY")      # (bril.interp reads it too)
+
+

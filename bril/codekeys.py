@@ -36,6 +36,11 @@ _INLINE_LEVELS = 2
 _generator_digest = None
 
 
+def check_facts_requested():
+    """True if BRIL_CHECK_FACTS asks for the checking mode (`_Emitter.emit_fact_checks`)."""
+    return os.environ.get("BRIL_CHECK_FACTS", "") not in ("", "0")
+
+
 def generator_digest():
     """A digest of our code generator's source and the Python that runs it."""
     global _generator_digest
@@ -82,7 +87,7 @@ def _may_inline(func):
     return all(n <= 1 for n in preds.values())
 
 
-def function_key(linked, index, variant, osr, native_heap):
+def function_key(linked, index, variant, osr, settings):
     """The cache key (hex) of one variant of function `index` of a linked program;
     None if the key cannot be made (then the code is not cached)."""
     try:
@@ -90,7 +95,7 @@ def function_key(linked, index, variant, osr, native_heap):
     except OSError:
         return None
     options = tuple(os.environ.get(o, "") for o in GENERATOR_OPTIONS)
-    h.update(repr((variant, osr, bool(native_heap), options)).encode())
+    h.update(repr((variant, osr, settings, options)).encode())
     # The function, its callees, and below callees that may be inlined, each with
     # how its calls resolve.
     seen = {index}

@@ -96,6 +96,12 @@ def _phi_error(prev, label_ids):
     raise BrilError(f"phi has no argument for label {name}")
 
 
+def _fact_violated(what, value):
+    """Checking mode (`bril.codegen._Emitter.emit_fact_checks`): a range fact the
+    generated code relied on does not hold -- a bug of the tool, not of the program."""
+    raise BrilError(f"internal error: range fact violated: {what} (got {value!r})")
+
+
 class _Unbound:
     __slots__ = ()
 
@@ -107,6 +113,7 @@ _BASE_NAMESPACE.update({
     "_cint": _cint, "_cbool": _cbool, "_cfloat": _cfloat, "_cchar": _cchar, "_cptr": _cptr,
     "_unknown_type": _unknown_type,
     "_phi_error": _phi_error,
+    "_RF": _fact_violated,
     "_ff": format_float,
     "_fv": format_value,
     "_kind": kind_of,
@@ -122,8 +129,14 @@ _BASE_NAMESPACE.update({
 class CompiledProgram:
     """The generated Python code of a linked program, with its run-time namespace."""
 
-    def __init__(self, linked, out, native_heap=False):
+    def __init__(self, linked, out, native_heap=False, check_facts=None):
         self.linked = linked
+        # Checking mode: the generated code asserts the range facts it relies on
+        # (`check_facts`, else the environment variable BRIL_CHECK_FACTS, read here once).
+        if check_facts is None:
+            from .codekeys import check_facts_requested
+            check_facts = check_facts_requested()
+        self.check_facts = bool(check_facts)
         self.native_heap = False
         self.heap = heapmod.Heap()
         self.ns = dict(_BASE_NAMESPACE)
@@ -223,7 +236,8 @@ class CompiledProgram:
         if self.cache is None or variant not in _CACHED_VARIANTS or _dump_requested():
             return None
         from .codekeys import function_key
-        return function_key(self.linked, index, variant, osr, self.native_heap)
+        return function_key(self.linked, index, variant, osr,
+                            (self.native_heap, self.check_facts))
 
     def _from_cache(self, key):
         if key is None:
@@ -368,13 +382,14 @@ def _dump(text, where):
 
 
 def compile_program(prog, *, out=None, base_dir=None, lib_dirs=(), filename=None,
-                    native_heap=False):
+                    native_heap=False, check_facts=None):
     """Link and compile prog; returns (CompiledProgram, index of @main).  With
-    `native_heap`, the heap lives in brilrt's region table (`bril.heap.NativeHeap`)."""
+    `native_heap`, the heap lives in brilrt's region table (`bril.heap.NativeHeap`).
+    `check_facts`: the checking mode (see `run`)."""
     linked = link(prog, base_dir=base_dir, lib_dirs=lib_dirs, filename=filename)
     main = linked.main_index()
     compiled = CompiledProgram(linked, out if out is not None else sys.stdout,
-                               native_heap=native_heap)
+                               native_heap=native_heap, check_facts=check_facts)
     return compiled, main
 
 
@@ -479,7 +494,7 @@ def _fast_call(compiled, main, mfunc, values, record):
 
 def run(prog, argv=(), *, out=None, base_dir=None, lib_dirs=(), filename=None,
         recorder=None, jit=None, native_heap=False, timeout=None, tier="auto",
-        promote_after=None, cache=None):
+        promote_after=None, cache=None, check_facts=None):
     """Run @main of prog with string arguments; return the dynamic instruction count.
 
     `tier` chooses how functions run: "auto" (the default) starts every function
@@ -501,10 +516,17 @@ def run(prog, argv=(), *, out=None, base_dir=None, lib_dirs=(), filename=None,
 
     With a `recorder` (a `bril.trace_record.Recorder`), the functions run in
     their recording variants, reporting function entries, basic blocks and
-    returns to it (slower; used by `brili --trace`)."""
+    returns to it (slower; used by `brili --trace`).
+
+    With `check_facts` (default: the environment variable BRIL_CHECK_FACTS=1), the
+    generated code asserts every range fact of `bril.typecheck` it relies on (no
+    wrap-around where a test was dropped, the sign of `div` operands compiled to
+    `//`, each int variable's inferred range at block entry); a violated one is a
+    BrilError "internal error: range fact violated: ...".  Off, it costs nothing."""
     out = out if out is not None else sys.stdout
     compiled, main = compile_program(prog, out=out, base_dir=base_dir, lib_dirs=lib_dirs,
-                                     filename=filename, native_heap=native_heap)
+                                     filename=filename, native_heap=native_heap,
+                                     check_facts=check_facts)
     compiled.cache = cache
     mfunc = compiled.linked.functions[main]
     values = parse_main_args(mfunc.get("args") or [], list(argv))

@@ -124,7 +124,8 @@ _HI_THRESHOLDS = (-1, 0, 1, INT_MAX - 1, INT_MAX)
 _LO_THRESHOLDS = (INT_MIN, INT_MIN + 1, -1, 0, 1)
 
 # A comparison that produced a bool, seen from the other side: `a OP b` is false.
-_NEGATE = {"lt": "ge", "le": "gt", "gt": "le", "ge": "lt", "eq": None}
+# ('ne' is no Bril op: the fact of `not (a == b)`.)
+_NEGATE = {"lt": "ge", "le": "gt", "gt": "le", "ge": "lt", "eq": "ne", "ne": "eq"}
 
 
 class State:
@@ -133,7 +134,8 @@ class State:
     types:  tags per variable
     bound:  variables definitely assigned
     ranges: (lo, hi) bounds of int variables (absent: the full 64-bit range)
-    facts:  bool variable -> (op, a, b): the variable holds `a op b` (int compare)
+    facts:  bool variable -> (op, a, b): the variable holds `a op b` (int compare;
+            op is lt le gt ge eq, or ne for a negated eq)
     """
     __slots__ = ("types", "bound", "ranges", "facts")
 
@@ -224,21 +226,30 @@ class State:
         op, a, b = fact
         if not holds:
             op = _NEGATE[op]
-            if op is None:
-                return self
         if self.types.get(a) != {"int"} or self.types.get(b) != {"int"}:
             return self
         (alo, ahi), (blo, bhi) = self.range(a), self.range(b)
-        if op in ("gt", "ge"):
-            op = "lt" if op == "gt" else "le"
-            (a, alo, ahi), (b, blo, bhi) = (b, blo, bhi), (a, alo, ahi)
-        if op == "lt":
-            ahi, blo = min(ahi, bhi - 1), max(blo, alo + 1)
-        elif op == "le":
-            ahi, blo = min(ahi, bhi), max(blo, alo)
-        else:   # eq
-            alo = blo = max(alo, blo)
-            ahi = bhi = min(ahi, bhi)
+        if op == "ne":
+            # Only a bound equal to the other side's single value moves.
+            if a == b:
+                return self     # x != x: never taken
+            a_one, b_one = alo == ahi, blo == bhi
+            if b_one:
+                alo, ahi = alo + (alo == blo), ahi - (ahi == blo)
+            if a_one:
+                v = self.range(a)[0]
+                blo, bhi = blo + (blo == v), bhi - (bhi == v)
+        else:
+            if op in ("gt", "ge"):
+                op = "lt" if op == "gt" else "le"
+                (a, alo, ahi), (b, blo, bhi) = (b, blo, bhi), (a, alo, ahi)
+            if op == "lt":
+                ahi, blo = min(ahi, bhi - 1), max(blo, alo + 1)
+            elif op == "le":
+                ahi, blo = min(ahi, bhi), max(blo, alo)
+            else:   # eq
+                alo = blo = max(alo, blo)
+                ahi = bhi = min(ahi, bhi)
         if alo > ahi or blo > bhi:
             return self         # an edge never taken: any state will do
         new = self.copy()
@@ -370,8 +381,12 @@ def infer(func, blocks, assumed=None):
     for name, kind in (assumed or {}).items():
         entry.types[name] = intern(frozenset({"ptr:" + kind}))
 
+    seen = set()
+    shared = False                      # an instruction object at two places
     for b in blocks:
         for instr in b.instrs:
+            shared |= id(instr) in seen
+            seen.add(id(instr))
             d = instr.get("dest")
             if d is not None:
                 ft.spec_vars.add(d)
@@ -409,7 +424,7 @@ def infer(func, blocks, assumed=None):
     while work:
         budget -= 1
         if budget < 0:
-            return _give_up(ft)
+            return _give_up(ft, blocks)
         work.sort(reverse=True)         # lowest block first: roughly program order
         bi = work.pop()
         on_work.discard(bi)
@@ -463,15 +478,61 @@ def infer(func, blocks, assumed=None):
                 ft.block_in[i] = new_in[i]
         spec_state = new_spec
     ft.spec_bound = spec_state.bound if spec_state is not None else set()
+    if shared:
+        _record_shared(ft, blocks)
     return ft
 
 
-def _give_up(ft):
-    """Results that assume nothing (every operand checked at run time)."""
+def _record_shared(ft, blocks):
+    """Per-instruction results (keyed by `id(instr)`) that hold at every place of
+    an instruction object found at several places (a program built in Python
+    may reuse one dict): each place's results from the final entry states,
+    joined.  (Otherwise the last place analysed would decide for all: an `add`
+    proven not to wrap at one place would not be tested at the other.)"""
+    for table, fn in _JOIN_RESULT.items():
+        setattr(ft, table, _Joining(fn))
+    for bi, st in enumerate(ft.block_in):
+        if st is not None:
+            _transfer_block(ft, blocks[bi], st)
+    for table in _JOIN_RESULT:
+        setattr(ft, table, dict(getattr(ft, table)))
+
+
+class _Joining(dict):
+    """A table of per-instruction results whose entries join instead of replacing."""
+
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def __setitem__(self, key, value):
+        old = self.get(key)
+        super().__setitem__(key, value if old is None else self.fn(old, value))
+
+
+_WRAP_SIDES = {"none": (False, False), "upper": (True, False), "lower": (False, True),
+               "both": (True, True)}
+_WRAP_OF_SIDES = {v: k for k, v in _WRAP_SIDES.items()}
+_JOIN_RESULT = {
+    "arg_tags": lambda a, b: tuple(join(x, y) for x, y in zip(a, b)),
+    "arg_unbound": lambda a, b: tuple(x or y for x, y in zip(a, b)),
+    "wrap_checks": lambda a, b: _WRAP_OF_SIDES[tuple(
+        x or y for x, y in zip(_WRAP_SIDES[a], _WRAP_SIDES[b]))],
+    "nonneg": lambda a, b: tuple(x and y for x, y in zip(a, b)),
+}
+
+
+def _give_up(ft, blocks):
+    """Results that assume nothing (every operand checked at run time, every
+    variable maybe unassigned, every int unbounded)."""
     ft.precise = False
     ft.arg_tags.clear()
     ft.wrap_checks.clear()
     ft.nonneg.clear()
+    ft.arg_unbound = {id(i): (True,) * len(i.get("args") or ()) for b in blocks
+                      for i in b.instrs}
+    names = set(ft.spec_vars).union(*(st.types for st in ft.block_in if st is not None))
+    ft.block_in = [State(dict.fromkeys(names, TOP), set()) for _ in blocks]
     ft.returns = {"?", "none"}
     ft.spec_bound = set()
     return ft
@@ -586,7 +647,7 @@ def _result_range(ft, instr, st, args):
         return None, (op, args[0], args[1])
     if op == "not" and len(args) == 1:
         f = st.facts.get(args[0])
-        if f is not None and _NEGATE[f[0]] is not None:
+        if f is not None:
             return None, (_NEGATE[f[0]], f[1], f[2])
         return None, None
     return None, None

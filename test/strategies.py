@@ -8,8 +8,19 @@ straight to Bril instructions, so every program terminates by construction:
   early at an input-dependent bound);
 * functions only call functions generated before them, plus bounded
   self-recursion on a read-only depth argument;
+* loops that divide toward zero (`w = w / k` while `w < 0`, or until
+  `w == 0`) also stop after a constant number of rounds;
 * a static cost estimate (dynamic instructions, trip counts multiplied in)
   keeps every run to a few thousand instructions.
+
+Integer range facts (what an engine may infer from a branch) get programs of
+their own: sign tests comparing a variable with a constant on either side
+(`lt zero x`, `ge x zero`), sometimes negated (`not`) or copied (`id`),
+whose two edges meet again (one side often defining variables the other does
+not), followed by a `div` of the compared variable, by constants of either
+sign and by variables (in a branch, by the compared variable itself where the
+test proves it non-zero); loops dividing a negative value toward zero; and
+@main int arguments that are often negative.
 
 Programs are also well-formed and well-typed: every variable has one type in
 its function and is only read where it is defined on every path; memory
@@ -54,6 +65,15 @@ CHAR_EDGES = ("a", "Z", "0", " ", "'", "\\", "#", ";", ".", "@", "\n", "\t", "\r
 CODE_POINTS = (0, 10, 32, 65, 97, 127, 128, 255, 0x3bb, 0xD7FF, 0xE000, 0xFFFD, 0xFFFF,
                0x10000, 0x1F600, 0x10FFFF)
 SAFE_DIVISORS = (1, -1, 2, -2, 3, 7, -10, 1 << 32, INT_MAX, INT_MIN)
+# Constants that sign tests compare with (either side), and divisors after them.
+SIGN_CONSTANTS = (0, 0, 0, 1, -1, 2, -2, 10, -10, 100, INT_MAX, INT_MIN)
+SIGN_DIVISORS = (10, 10, 2, 3, 7, -2, -10, 1, -1, 100, INT_MIN)
+# Negative dividends: truncating division differs from floor division on them.
+NEGATIVE_INTS = (-1, -2, -3, -7, -9, -10, -11, -17, -99, -100, -101, -123456,
+                 -(1 << 31), -(1 << 53) - 1, INT_MIN, INT_MIN + 1)
+# Comparisons: the same test with its operands swapped, and negated.
+_SWAPPED = {"eq": "eq", "lt": "gt", "gt": "lt", "le": "ge", "ge": "le"}
+_NEGATED = {"eq": None, "lt": "ge", "ge": "lt", "le": "gt", "gt": "le"}
 
 VAR_PREFIXES = ("v", "x_", "_t", "%v", "a.b", "Tmp")
 LABEL_PREFIXES = ("L", "l_", "bb.", "_exit", "%L")
@@ -395,7 +415,9 @@ class _FunctionGen:
         kinds = ["assign", "assign", "assign", "print"]
         can_nest = self.nesting < self.lim.max_nesting and self.cost < self.lim.budget
         if can_nest:
-            kinds += ["if", "loop", "loop"]
+            kinds += ["if", "loop", "loop", "sign_test", "sign_test"]
+            if d(st.integers(0, 2)) == 2:
+                kinds.append("divide_loop")
             if d(st.integers(0, 2)) == 2:
                 kinds.append("two_entry_loop")
             if self.lim.speculation and (self.in_spec == 0 or self.lim.nested_speculation):
@@ -466,6 +488,200 @@ class _FunctionGen:
             self.defined = before
             return False
         self.defined = set.intersection(*reaching)
+        return True
+
+    # --- range facts: sign tests and divisions of negative values ------------------
+
+    def narrow(self, v):
+        """v, or (without wide_ints) a small value of the same sign instead."""
+        if not self.lim.wide_ints and abs(v) > WIDE:
+            return (abs(v) % 1000 + 1) * (1 if v > 0 else -1)
+        return v
+
+    def dividend(self):
+        """An int variable to test and divide, whose sign the code cannot see at a
+        glance: an int parameter (@main's are often negative), or one of two
+        constants (a negative one) chosen by a branch, or any int operand."""
+        d = self.draw
+        args = [n for n, t in self.sig.params if t == "int" and n in self.defined]
+        pick = d(st.integers(0, 3))
+        if args and pick < 2:
+            return self.pick(args)
+        if pick == 3:
+            return self.operand("int")
+        c = self.condition()
+        x = self.fresh_var("int")
+        left, right, join = self.fresh_label(), self.fresh_label(), self.fresh_label()
+        self.op(None, None, "br", [c], labels=[left, right])
+        values = [self.narrow(self.pick(NEGATIVE_INTS)), self.narrow(self.pick(SIGN_CONSTANTS))]
+        if d(st.booleans()):
+            values.reverse()
+        self.label(left)
+        self.const("int", values[0], x)
+        self.op(None, None, "jmp", labels=[join])
+        self.label(right)
+        self.const("int", values[1], x)
+        self.label(join)
+        return x
+
+    def sign_test(self, x):
+        """A bool comparing int variable x with a constant, on either side (`lt x
+        zero`, `ge zero x`; sometimes with another variable, or with x itself),
+        sometimes negated (`not`) and copied (`id`).  Returns (c, where): where(holds)
+        is the interval x lies in when c is `holds`, or None if not an interval."""
+        d = self.draw
+        o = self.pick(["eq", "lt", "gt", "le", "ge"])
+        kind = d(st.integers(0, 7))
+        kval = None
+        if kind < 5:
+            kval = self.narrow(self.pick(SIGN_CONSTANTS))
+            k = self.const("int", kval)
+        elif kind < 7:
+            k = self.operand("int")
+        else:
+            k = x
+        left = d(st.booleans())
+        c = self.fresh_var("bool")
+        self.op(c, "bool", o, [x, k] if left else [k, x])
+        rel = o if left else _SWAPPED[o]            # the test is `x rel k`
+        negated = d(st.integers(0, 2)) == 2
+        if negated:
+            nc = self.fresh_var("bool")
+            self.op(nc, "bool", "not", [c])
+            c = nc
+        if d(st.integers(0, 4)) == 4:
+            cc = self.fresh_var("bool")
+            self.op(cc, "bool", "id", [c])
+            c = cc
+
+        def where(holds):
+            r = rel if holds != negated else _NEGATED[rel]
+            if kval is None or r is None:
+                return None
+            return {"lt": (INT_MIN, kval - 1), "le": (INT_MIN, kval), "gt": (kval + 1, INT_MAX),
+                    "ge": (kval, INT_MAX), "eq": (kval, kval)}[r]
+        return c, where
+
+    def divide(self, x):
+        """A `div` of x: by a constant of either sign, rarely by any int variable
+        (an intended, rare division by zero); the quotient sometimes printed."""
+        d = self.draw
+        if self.lim.errors and d(st.integers(0, 19)) == 19:
+            k = self.operand("int")
+        else:
+            k = self.const("int", self.narrow(self.pick(SIGN_DIVISORS)))
+        q = self.target("int")
+        self.op(q, "int", "div", [x, k])
+        if d(st.integers(0, 3)) > 0:
+            self.op(None, None, "print", [q])
+
+    def sign_arm(self, x, interval):
+        """One side of a sign test: often empty; or a variable only this side
+        defines, a division of x, a division by x (where the test proves x
+        non-zero and x is not reassigned since), other statements.  Returns True
+        if control falls through its end."""
+        d = self.draw
+        start = len(self.instrs)
+        if d(st.booleans()):
+            self.const("int", self.literal("int"))      # a variable of this side only
+        for _ in range(d(st.integers(0, 2))):
+            kind = self.pick(["define", "divide", "by_x", "block"])
+            if kind == "define":
+                self.const("int", self.literal("int"))
+            elif kind == "divide":
+                self.divide(x)
+            elif kind == "by_x":
+                if interval is None or interval[0] <= 0 <= interval[1] or any(
+                        i.get("dest") == x for i in self.instrs[start:]):
+                    continue
+                q = self.target("int")
+                self.op(q, "int", "div", [self.operand("int"), x])
+                if d(st.booleans()):
+                    self.op(None, None, "print", [q])
+            elif not self.block(2):
+                return False
+        return True
+
+    def stmt_sign_test(self):
+        """`c = <x compared with a constant>; br c .a .b`, both sides meeting
+        again, then a division of x (see `sign_test`, `sign_arm`)."""
+        x = self.dividend()
+        c, where = self.sign_test(x)
+        then_l, else_l, end_l = self.fresh_label(), self.fresh_label(), self.fresh_label()
+        self.op(None, None, "br", [c], labels=[then_l, else_l])
+        before = set(self.defined)
+        reaching = []
+        for label, holds in ((then_l, True), (else_l, False)):
+            self.defined = set(before)
+            self.label(label)
+            if self.nested(lambda: self.sign_arm(x, where(holds))):
+                reaching.append(set(self.defined))
+                if holds:
+                    self.op(None, None, "jmp", labels=[end_l])
+        self.label(end_l)
+        if not reaching:
+            self.defined = before
+            return False
+        self.defined = set.intersection(*reaching)
+        self.divide(x)
+        return True
+
+    def stmt_divide_loop(self):
+        """`w = x; while <w < 0, or until w == 0 / w >= 0>: body; w = w / k`: a loop
+        dividing toward zero (from below when x < 0, where truncation reaches 0 and
+        floor division would stay at -1), also ended after a constant number of
+        rounds (k may be 1 or -1, x positive)."""
+        d = self.draw
+        room = max(1, self.lim.max_iterations // self.mult)
+        rounds = d(st.integers(0, min(12, room)))
+        x = self.dividend()
+        w = self.fresh_var("int")
+        self.op(w, "int", "id", [x])
+        k = self.const("int", self.narrow(self.pick(SIGN_DIVISORS)))
+        zero = self.const("int", 0)
+        n = self.fresh_var("int")
+        self.const("int", 0, n)
+        one = self.const("int", 1)
+        stop = self.const("int", rounds)
+        self.readonly |= {n, one, stop, k, zero}     # (the body may assign w)
+        head, body, inner, latch, done = (self.fresh_label() for _ in range(5))
+        before = set(self.defined)
+        saved_mult = self.mult
+        self.mult *= rounds + 1
+        self.label(head)
+        o, args, go_on = self.pick([
+            ("eq", [w, zero], False), ("eq", [zero, w], False),     # until w == 0
+            ("lt", [w, zero], True), ("gt", [zero, w], True),       # while w < 0
+            ("ge", [w, zero], False), ("le", [zero, w], False)])    # until w >= 0
+        c = self.fresh_var("bool")
+        self.op(c, "bool", o, args)
+        if d(st.integers(0, 3)) == 3:
+            nc = self.fresh_var("bool")
+            self.op(nc, "bool", "not", [c])
+            c, go_on = nc, not go_on
+        self.op(None, None, "br", [c], labels=[body, done] if go_on else [done, body])
+        self.label(body)
+        more = self.fresh_var("bool")
+        self.op(more, "bool", "lt", [n, stop])
+        self.op(None, None, "br", [more], labels=[inner, done])
+        self.label(inner)
+        self.loops.append((latch, done))
+        self.counters[n] = (0, max(rounds - 1, 0))
+        falls = self.nested(self.block) if d(st.booleans()) else True
+        if falls:
+            self.op(None, None, "jmp", labels=[latch])
+        del self.counters[n]
+        self.loops.pop()
+        self.defined = set(before)
+        self.label(latch)
+        self.op(w, "int", "div", [w, k])
+        self.op(n, "int", "add", [n, one])
+        self.op(None, None, "jmp", labels=[head])
+        self.mult = saved_mult
+        self.label(done)
+        self.defined = before
+        if d(st.integers(0, 3)) > 0:
+            self.op(None, None, "print", [w, n])
         return True
 
     def stmt_loop(self):
@@ -781,9 +997,12 @@ def _activation_cost(cost, sig, limits):
 
 def _main_argument(draw, typ, limits):
     if typ == "int":
-        kind = draw(st.integers(0, 2))       # small values decide input-bounded loops
+        kind = draw(st.integers(0, 3))       # small values decide input-bounded loops
         if kind == 0:
             v = draw(st.integers(0, 6))
+        elif kind == 3:                      # negative values reach sign tests and div
+            v = _pick(draw, NEGATIVE_INTS) if draw(st.booleans()) \
+                else draw(st.integers(-200000, -1))
         else:
             v = _pick(draw, INT_EDGES) if kind == 1 else draw(st.integers(-1000, 1000))
         if not limits.wide_ints and abs(v) > WIDE:

@@ -7,7 +7,11 @@ Random well-formed, terminating programs (`strategies.py`) must
   3. run the same after every pass alone, after `-O`, and after random
      pipelines of passes: stdout and error behaviour;
   4. when traced on one input, run the same as before on that input and on
-     another one.
+     another one;
+  5. run the same in `brili`'s checking mode (`check_facts=True`), where the
+     generated code asserts every range fact it relies on (no wrap-around where
+     a test was dropped, the sign of `div` operands, ranges at block entry):
+     no fact is ever violated, also after `-O` and in traced programs.
 Kept failing examples live in `test/regressions/`; `test_regression` runs
 every property on each of them.
 
@@ -333,6 +337,59 @@ def check_trace(tracer, prog, argv, other_argv):
         "the traced program runs more instructions on its training input"
 
 
+# --- 5. range facts hold (brili's checking mode) ----------------------------------
+
+def _brili_checked(prog, argv):
+    """`brili` in checking mode: a violated range fact is an internal error."""
+    from bril.interp import run
+    return _outcome(lambda out: run(prog, list(argv), out=out, check_facts=True, tier="fast"))
+
+
+def check_facts_hold(prog, argv, expected):
+    got = _brili_checked(prog, argv)
+    assert "range fact violated" not in (got.error or ""), got.error
+    assert got.stdout == expected.stdout
+    assert got.error == expected.error
+    assert got.count == expected.count
+
+
+@examples(100)
+@given(case=strategies.cases(strategies.ENGINE_TESTING))
+def test_range_facts_hold(case):
+    """Sign tests, divisions of negative values, loops dividing toward zero (see
+    strategies.py): the facts the generated code relies on hold, and it runs
+    like the simple interpreter."""
+    show(case.prog, case.argv)
+    expected = simple_interp.run(case.prog, case.argv)
+    note(f"expected: {expected}")
+    check_facts_hold(case.prog, case.argv, expected)
+
+
+@examples(30)
+@given(case=strategies.cases())
+def test_range_facts_hold_after_optimization(case):
+    """The same on the `-O` pipeline's output (SSA-like shapes, copies, folded
+    constants)."""
+    show(case.prog, case.argv)
+    new = TRANSFORMATIONS["-O"](copy.deepcopy(case.prog))
+    note("after -O:\n" + format_program(new))
+    check_facts_hold(new, case.argv, simple_interp.run(new, case.argv))
+
+
+@examples(30)
+@given(case=strategies.cases(strategies.TRACE_TESTING))
+def test_range_facts_hold_in_traced_programs(case):
+    """The same on traced programs (guards, speculation and its abort edges,
+    merged loop tests), on the training input and on another one."""
+    show(case.prog, case.argv)
+    _, traced = TRACE_ENGINES["brili --trace"](case.prog, case.argv)
+    if traced is None:
+        return
+    note("traced:\n" + format_program(traced))
+    for argv in (case.argv, case.alt_argv):
+        check_facts_hold(traced, argv, simple_interp.run(traced, argv))
+
+
 # --- kept failing examples ----------------------------------------------------------
 
 def _regression_files():
@@ -362,3 +419,4 @@ def test_regression(path):
         check_transformation(name, prog, argv, expected)
     for tracer in TRACE_ENGINES:
         check_trace(tracer, prog, argv, argv)
+    check_facts_hold(prog, argv, expected)
