@@ -243,8 +243,8 @@ def _jit(prog, opts, out, base_dir, filename):
 
 
 def _json_text(prog):
-    import json
-    return json.dumps(prog, indent=2) + "\n"
+    from bril.printer import program_json
+    return program_json(prog, sort_keys=False) + "\n"
 
 
 def _write_atomically(path, text):
