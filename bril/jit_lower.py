@@ -181,6 +181,7 @@ class RegionProgram(ProgramLowering):
         self.prefix = prefix
         self.compiled_functions = compiled_functions    # indices compiled before
         self.called = set()
+        self.called_order = []                          # self.called, in order of first call
 
     def info(self, index):
         info = self.infos.get(index)
@@ -188,20 +189,27 @@ class RegionProgram(ProgramLowering):
             info = self.infos[index] = FunctionInfo(
                 index, self.linked.functions[index], self.module, self.count,
                 symbol=f"{self.prefix}.f{index}")
+            self.declared.append(index)
         return info
 
     def resolve(self, caller_index, name):
         r = super().resolve(caller_index, name)
-        if not isinstance(r, str):
+        if not isinstance(r, str) and r.index not in self.called:
             self.called.add(r.index)
+            self.called_order.append(r.index)
         return r
 
     def lower_called(self):
         """Lower every function called so far (and what they call) that no earlier
         module defines; returns their indices."""
         done = set()
+        compiled = set(self.compiled_functions)
+        seen = 0                # self.called_order[:seen] are lowered or compiled before
         while True:
-            todo = sorted(self.called - done - set(self.compiled_functions))
+            # The functions first called since the last round (each round lowers
+            # all that were pending): linear however deep the calls go.
+            todo = sorted(i for i in self.called_order[seen:] if i not in compiled)
+            seen = len(self.called_order)
             if not todo:
                 return done
             for i in todo:

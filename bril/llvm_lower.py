@@ -1047,6 +1047,7 @@ class ProgramLowering:
         self.rt = Runtime(self.module)
         self.count = count
         self.infos = {}
+        self.declared = []                      # indexes of self.infos, in declaration order
         self.main_index = linked.main_index()
 
     def info(self, index):
@@ -1054,6 +1055,7 @@ class ProgramLowering:
         if info is None:
             info = self.infos[index] = FunctionInfo(index, self.linked.functions[index],
                                                     self.module, self.count)
+            self.declared.append(index)
         return info
 
     def resolve(self, caller_index, name):
@@ -1067,7 +1069,11 @@ class ProgramLowering:
         main = self.info(self.main_index)
         done = set()
         while len(done) < len(self.infos):      # lowering a call declares its callee
-            for index in sorted(set(self.infos) - done):
+            # Each round lowers the functions declared so far but not yet lowered
+            # (in index order); `self.infos` only grows, in declaration order, so
+            # the new ones are its tail: linear, however long a call chain.
+            new = sorted(self.declared[len(done):])
+            for index in new:
                 done.add(index)
                 FunctionLowering(self.infos[index], self).lower()
         self.lower_start(main)
