@@ -13,11 +13,15 @@ _CHAR_ESCAPED = {"\0": "\\0", "\a": "\\a", "\b": "\\b", "\t": "\\t",
 
 
 def format_type(typ):
-    """`int`, `ptr<int>`, `ptr<ptr<bool>>`, ... from a JSON type."""
-    if isinstance(typ, dict):
-        (name, inner), = typ.items()
-        return f"{name}<{format_type(inner)}>"
-    return typ
+    """`int`, `ptr<int>`, `ptr<ptr<bool>>`, ... from a JSON type (a loop over the
+    nesting, however deep)."""
+    opened = []
+    while isinstance(typ, dict):
+        (name, typ), = typ.items()
+        opened.append(name)
+    if not opened:
+        return typ
+    return "".join(f"{name}<" for name in opened) + str(typ) + ">" * len(opened)
 
 
 def format_literal(value):
