@@ -26,7 +26,9 @@ def bril2json(positions):
 
 
 def main():
-    run_click(bril2json)
+    from bril.cli import no_cycle_collection
+    with no_cycle_collection():
+        run_click(bril2json)
 
 
 if __name__ == "__main__":

@@ -39,8 +39,10 @@ def bril_opt(optimize, list_passes, passes):
 
 
 def main():
+    from bril.cli import no_cycle_collection
     from bril.errors import run_click
-    run_click(bril_opt)
+    with no_cycle_collection():
+        run_click(bril_opt)
 
 
 if __name__ == "__main__":

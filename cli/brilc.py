@@ -138,8 +138,10 @@ def _write(path, data):
 
 def main(argv=None):
     from bril.errors import run_main
+    from bril.cli import no_cycle_collection
     argv = sys.argv[1:] if argv is None else argv
-    run_main(lambda: _body(argv))
+    with no_cycle_collection():
+        run_main(lambda: _body(argv))
 
 
 if __name__ == "__main__":
