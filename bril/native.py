@@ -79,8 +79,9 @@ def ir_text(module, tm=None):
     return str(module)
 
 
-def optimize(module, level=2, tm=None):
-    """Parse, verify and optimise (new pass manager, `default<O{level}>`)."""
+def optimize(module, level=2, tm=None, light=False):
+    """Parse, verify and optimise (new pass manager, `default<O{level}>`; with
+    `light`, only SROA, instcombine and simplifycfg: see `LIGHT_LOOP_DEPTH`)."""
     llvm = binding()
     tm = tm or target_machine(level)
     text = ir_text(module, tm)
@@ -92,7 +93,13 @@ def optimize(module, level=2, tm=None):
         raise BrilError(f"internal error: LLVM rejected the generated IR: {detail}") from None
     ref.triple = tm.triple
     ref.data_layout = str(tm.target_data)
-    if level > 0:
+    if level > 0 and light:
+        mpm = llvm.create_new_module_pass_manager()
+        mpm.add_sroa_pass()
+        mpm.add_instruction_combine_pass()
+        mpm.add_simplify_cfg_pass()
+        mpm.run(ref, llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(0)))
+    elif level > 0:
         bounded = _bounded_inlining(ref)
         pto = llvm.create_pipeline_tuning_options(speed_level=min(level, 3))
         pb = llvm.create_pass_builder(tm, pto)
@@ -104,6 +111,13 @@ def optimize(module, level=2, tm=None):
 
 # Programs with more functions than this are optimised with bounded inlining.
 BOUNDED_FUNCTIONS = 64
+
+# A program with loops nested deeper than this is compiled with a light pipeline
+# (`optimize(light=True)`) and the code generator's -O0: LLVM's loop passes and
+# its optimising code generator take time quadratic in the nesting depth (a
+# nest of 960 loops: 34 s in code generation alone, 0.1 s at -O0).  No program
+# written by hand nests loops this deep.
+LIGHT_LOOP_DEPTH = 32
 
 
 def _bounded_inlining(ref):
@@ -140,17 +154,17 @@ def _drop_unused(ref, names, tm):
     mpm.run(ref, pb)
 
 
-def emit_object(module, level=2):
-    """An object file (bytes) for this machine."""
-    tm = target_machine(level)
-    return tm.emit_object(optimize(module, level, tm))
+def emit_object(module, level=2, light=False):
+    """An object file (bytes) for this machine (`light`: see `LIGHT_LOOP_DEPTH`)."""
+    tm = target_machine(0 if light else level)
+    return tm.emit_object(optimize(module, level, tm, light=light))
 
 
-def emit_llvm(module, level=2):
+def emit_llvm(module, level=2, light=False):
     """The IR text after optimisation at `level` (the input's text at level 0)."""
     if level == 0:
         return ir_text(module)
-    return str(optimize(module, level))
+    return str(optimize(module, level, light=light))
 
 
 # --- the C side: run-time library and linking -----------------------------------------------
@@ -216,9 +230,9 @@ def link_executable(object_path, out_path):
           "-lm", "-pthread"], "linking")
 
 
-def build_executable(module, out_path, level=2):
+def build_executable(module, out_path, level=2, light=False):
     """Compile a lowered program (`bril.llvm_lower`) to an executable at out_path."""
-    obj = emit_object(module, level)
+    obj = emit_object(module, level, light=light)
     runtime_object()
     fd, tmp = tempfile.mkstemp(suffix=".o")
     try:
