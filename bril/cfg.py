@@ -363,3 +363,105 @@ def natural_loops(cfg, dom=None):
                 loop.body.add(n)
                 stack.extend(p for p in cfg.preds[n] if dom.reachable(p))
     return sorted(loops.values(), key=lambda l: len(l.body))
+
+
+class LoopForest:
+    """The loop-nesting forest of a CFG's reachable blocks, in near-linear time
+    (Havlak's construction: headers innermost first, inner loops collapsed with
+    union-find, so no loop body is ever listed block by block; a nest of n loops
+    costs O(n), where natural loop bodies add up to O(n^2)).
+
+    Attributes:
+      order       reachable blocks in depth-first preorder from the entry
+      postorder   the same blocks in postorder
+      back        set of edges (tail, head) that go back to a block on the DFS stack
+      headers     loop headers, in preorder (outer loops before the loops they hold)
+      parent      block -> header of the innermost loop holding it, not counting
+                  the loop it heads (None outside every loop)
+      latches     header -> tails of its back edges
+      reducible   False if some loop has a second entry (then `parent`/`headers`
+                  describe no natural loops and users should fall back)
+    """
+
+    def __init__(self, cfg):
+        succs, preds = cfg.succs, cfg.preds
+        entry = cfg.entry
+        pre, order, postorder = {entry: 0}, [entry], []
+        tree_parent = {}
+        on_stack = {entry}
+        back, back_list = set(), []
+        stack = [(entry, iter(succs[entry]))]
+        while stack:
+            node, it = stack[-1]
+            for s in it:
+                if s not in pre:
+                    pre[s] = len(order)
+                    order.append(s)
+                    tree_parent[s] = node
+                    on_stack.add(s)
+                    stack.append((s, iter(succs[s])))
+                    break
+                if s in on_stack and (node, s) not in back:
+                    back.add((node, s))
+                    back_list.append((node, s))
+            else:
+                stack.pop()
+                on_stack.discard(node)
+                postorder.append(node)
+        # A block's DFS subtree spans preorder numbers pre[n] .. last[n].
+        last = dict(pre)
+        for n in postorder:             # children finish before their parents
+            p = tree_parent.get(n)
+            if p is not None and last[n] > last[p]:
+                last[p] = last[n]
+        self.order, self.postorder, self.back = order, postorder, back
+        self.pre = pre
+        latches = {}
+        for t, h in back_list:
+            latches.setdefault(h, []).append(t)
+        self.latches = latches
+        # Union-find: each block points towards the header of the loop it was
+        # collapsed into.
+        rep = {n: n for n in order}
+
+        def find(x):
+            root = x
+            while rep[root] != root:
+                root = rep[root]
+            while rep[x] != root:
+                rep[x], x = root, rep[x]
+            return root
+
+        parent = dict.fromkeys(order)
+        reducible = True
+        headers = []
+        for h in reversed(order):              # inner headers come later in preorder
+            if h not in latches:
+                continue
+            headers.append(h)
+            body = set()
+            work = [find(t) for t in latches[h] if t != h]
+            while work:
+                x = work.pop()
+                if x == h or x in body:
+                    continue
+                if not pre[h] <= pre[x] <= last[h]:
+                    reducible = False           # a second way into the loop
+                    continue
+                body.add(x)
+                for p in preds[x]:
+                    if p in pre and (p, x) not in back:
+                        y = find(p)
+                        if y != h and y not in body:
+                            work.append(y)
+            for x in body:
+                parent[x] = h
+                rep[x] = h
+        headers.reverse()
+        self.headers = headers
+        self.parent = parent
+        self.reducible = reducible
+
+    def loop_of(self, block):
+        """The header of the innermost loop holding block (itself if it is a header)."""
+        return block if block in self.latches else self.parent.get(block)

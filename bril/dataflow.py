@@ -6,6 +6,8 @@ instruction names a *shadow* variable in its first argument; shadow variables
 are a separate namespace and are not uses.
 """
 
+from collections.abc import Set
+
 
 def uses(instr):
     """The ordinary variables an instruction reads, in order."""
@@ -60,6 +62,118 @@ def solve(cfg, *, forward, boundary, init, merge, transfer):
     return result, incoming
 
 
+# --- Variable sets as bits ---------------------------------------------------------
+
+class VarIndex:
+    """Numbers for a function's variables: a set of variables is then one Python
+    int (bit i for variable i), so a block's fact costs a few machine words per
+    64 variables and a union is one C operation, however many variables."""
+
+    __slots__ = ("bit", "names")
+
+    def __init__(self):
+        self.bit = {}           # name -> bit position
+        self.names = []
+
+    def of(self, name):
+        """The bit (1 << i) of a variable, numbering it if new."""
+        i = self.bit.get(name)
+        if i is None:
+            i = self.bit[name] = len(self.names)
+            self.names.append(name)
+        return 1 << i
+
+    def mask(self, names):
+        return bits_of({self.of(n).bit_length() - 1 for n in names})
+
+
+class VarSet(Set):
+    """A read-only set of variables stored as bits of a VarIndex (what `liveness`
+    and `defined_vars` return per block); `in` costs no more than a shift."""
+
+    __slots__ = ("bits", "index")
+
+    def __init__(self, bits, index):
+        self.bits, self.index = bits, index
+
+    def __contains__(self, name):
+        try:
+            i = self.index.bit.get(name)
+        except TypeError:                   # unhashable: no variable
+            return False
+        return i is not None and (self.bits >> i) & 1 == 1
+
+    def __iter__(self):
+        names, bits = self.index.names, self.bits
+        while bits:
+            low = bits & -bits
+            yield names[low.bit_length() - 1]
+            bits ^= low
+
+    def __len__(self):
+        return self.bits.bit_count()
+
+    def __eq__(self, other):
+        if isinstance(other, VarSet) and other.index is self.index:
+            return self.bits == other.bits
+        return Set.__eq__(self, other)
+
+    def __hash__(self):
+        return self._hash()
+
+    @classmethod
+    def _from_iterable(cls, it):
+        return frozenset(it)
+
+    def __repr__(self):
+        return f"VarSet({set(self)!r})"
+
+
+def bits_of(positions):
+    """The int with exactly the given bit positions set, in time linear in their
+    number and span (OR-ing `1 << i` one by one copies a growing int each time:
+    quadratic for a block of 100,000 variables)."""
+    if len(positions) < 32:
+        b = 0
+        for i in positions:
+            b |= 1 << i
+        return b
+    arr = bytearray((max(positions) >> 3) + 1)
+    for i in positions:
+        arr[i >> 3] |= 1 << (i & 7)
+    return int.from_bytes(arr, "little")
+
+
+def _gen_kill(cfg, index):
+    """Per block: (variables read before written, variables written), as bits."""
+    bit = index.bit
+    names = index.names
+    gen, kill = {}, {}
+    for n, b in cfg.blocks.items():
+        g, k = set(), set()
+        for instr in b.instrs:
+            args = instr.get("args")
+            if args:
+                if instr.get("op") == "set":
+                    args = args[1:]
+                for a in args:
+                    i = bit.get(a)
+                    if i is None:
+                        i = bit[a] = len(names)
+                        names.append(a)
+                    if i not in k:
+                        g.add(i)
+            d = instr.get("dest")
+            if d is not None:
+                i = bit.get(d)
+                if i is None:
+                    i = bit[d] = len(names)
+                    names.append(d)
+                k.add(i)
+        gen[n], kill[n] = bits_of(g), bits_of(k)
+    return gen, kill
+
+
 # --- Liveness ---------------------------------------------------------------------------
 
 def block_use_def(block):
@@ -73,16 +187,113 @@ def block_use_def(block):
     return used, defined
 
 
+def liveness_bits(cfg):
+    """(index, live_in, live_out): per block, the variables live at its start and
+    at its end, as bits of `index` (a VarIndex).
+
+    Reducible control flow (the usual case) is solved without iterating: one
+    pass in postorder ignoring back edges, then per loop, outermost first, the
+    header's live variables that the loop never assigns are live in all of it
+    (one bit mask per loop, not per block), and those it assigns are carried
+    backwards from its latches through the blocks where they stay live.  Time
+    grows with the blocks and edges, not with loop depth times size (a nest of
+    n loops costs O(n) steps, where a worklist iterates O(n^2) times).  Other
+    graphs, and unreachable blocks, use a worklist in postorder."""
+    from .cfg import LoopForest
+    index = VarIndex()
+    gen, kill = _gen_kill(cfg, index)
+    succs, preds = cfg.succs, cfg.preds
+    forest = LoopForest(cfg)
+    live_in = {}
+    if forest.reducible:
+        back = forest.back
+        for n in forest.postorder:
+            out = 0
+            for s in succs[n]:
+                if (n, s) not in back:
+                    out |= live_in[s]
+            live_in[n] = gen[n] | (out & ~kill[n])
+        # Variables assigned somewhere in each loop (inner loops included).
+        loop_kill = {}
+        for h in reversed(forest.headers):          # inner loops first
+            loop_kill[h] = loop_kill.get(h, 0) | kill[h]
+        parent = forest.parent
+        for n in forest.order:
+            h = parent[n]
+            if h is not None and n not in forest.latches:
+                loop_kill[h] |= kill[n]
+        for h in reversed(forest.headers):          # fold inner loops into outer ones
+            p = parent[h]
+            if p is not None:
+                loop_kill[p] |= loop_kill[h]
+        through = {}                                # header -> live in its whole loop
+        for h in forest.headers:                    # outer loops first
+            p = parent[h]
+            inherited = through.get(p, 0) if p is not None else 0
+            at_header = live_in[h] | inherited
+            live_in[h] = at_header
+            through[h] = inherited | (at_header & ~loop_kill[h])
+            carried = at_header & loop_kill[h]
+            if not carried:
+                continue
+            work = [(t, carried) for t in forest.latches[h]]
+            while work:
+                n, bits = work.pop()
+                new = bits & ~kill[n] & ~live_in[n]
+                if not new or n == h:
+                    continue
+                live_in[n] |= new
+                for q in preds[n]:      # inside the loop (n is not its header)
+                    if q in forest.pre:
+                        work.append((q, new))
+        for n in forest.order:
+            h = forest.loop_of(n)
+            if h is not None:
+                live_in[n] |= through[h]
+        rest = [n for n in cfg.blocks if n not in live_in]
+    else:
+        rest = list(forest.postorder) + [n for n in cfg.blocks if n not in forest.pre]
+    if rest:
+        _solve_backward(rest, succs, preds, gen, kill, live_in)
+    live_out = {}
+    for n in cfg.blocks:
+        out = 0
+        for s in succs[n]:
+            out |= live_in[s]
+        live_out[n] = out
+    return index, live_in, live_out
+
+
+def _solve_backward(order, succs, preds, gen, kill, live_in):
+    """Liveness of the blocks in `order` (the others' live_in are known) by a
+    worklist that visits blocks in the given order (postorder first)."""
+    import heapq
+    rank = {n: i for i, n in enumerate(order)}
+    for n in order:
+        live_in[n] = 0
+    heap = list(range(len(order)))
+    queued = set(order)
+    while heap:
+        n = order[heapq.heappop(heap)]
+        queued.discard(n)
+        out = 0
+        for s in succs[n]:
+            out |= live_in[s]
+        new = gen[n] | (out & ~kill[n])
+        if new != live_in[n]:
+            live_in[n] = new
+            for p in preds[n]:
+                if p in rank and p not in queued:
+                    queued.add(p)
+                    heapq.heappush(heap, rank[p])
+
+
 def liveness(cfg):
-    """(live_in, live_out): the variables live at each block's start and end."""
-    summary = {n: block_use_def(b) for n, b in cfg.blocks.items()}
-
-    def transfer(block, live_out):
-        used, defined = summary[block.name]
-        return frozenset(used | (live_out - defined))
-
-    return solve(cfg, forward=False, boundary=frozenset(), init=frozenset(),
-                 merge=lambda vs: frozenset().union(*vs), transfer=transfer)
+    """(live_in, live_out): the variables live at each block's start and end
+    (read-only sets, `VarSet`s; see `liveness_bits`)."""
+    index, live_in, live_out = liveness_bits(cfg)
+    return ({n: VarSet(b, index) for n, b in live_in.items()},
+            {n: VarSet(b, index) for n, b in live_out.items()})
 
 
 def live_after_each(block, live_out):
@@ -155,26 +366,46 @@ class _All:
 ALL = _All()
 
 
+def defined_bits(cfg, args=()):
+    """(index, def_in, def_out) of `defined_vars` as bits of `index` (a VarIndex);
+    -1 (every bit) stands for ALL.  Passes in reverse postorder until nothing
+    changes (two for most loops: a back edge only brings what its header
+    already had, plus what the loop assigns)."""
+    index = VarIndex()
+    _, written = _gen_kill(cfg, index)
+    entry_bits = index.mask(args)
+    rpo = cfg.reverse_postorder()
+    preds = cfg.preds
+    def_in = dict.fromkeys(cfg.blocks, -1)
+    def_out = dict.fromkeys(cfg.blocks, -1)
+    entry = cfg.entry
+    changed = True
+    while changed:
+        changed = False
+        for n in rpo:
+            v = entry_bits if n == entry else -1
+            for p in preds[n]:
+                v &= def_out[p]
+            def_in[n] = v
+            out = v | written[n]
+            if out != def_out[n]:
+                def_out[n] = out
+                changed = True
+    return index, def_in, def_out
+
+
 def defined_vars(cfg, args=()):
     """(def_in, def_out): per block, the variables assigned on every path to its
     start/end.  Reading one outside these sets may fail at run time.  Blocks not
-    reachable from the entry get ALL (nothing runs there)."""
+    reachable from the entry get ALL (nothing runs there).  The sets are
+    read-only `VarSet`s (or ALL)."""
+    index, def_in, def_out = defined_bits(cfg, args)
 
-    written = {n: block_use_def(b)[1] for n, b in cfg.blocks.items()}
+    def view(bits):
+        return ALL if bits == -1 else VarSet(bits, index)
 
-    def transfer(block, defined):
-        if isinstance(defined, _All):
-            return ALL
-        return frozenset(defined | written[block.name])
-
-    def merge(vals):
-        out = vals[0]
-        for v in vals[1:]:
-            out = out & v
-        return out
-
-    return solve(cfg, forward=True, boundary=frozenset(args), init=ALL,
-                 merge=merge, transfer=transfer)
+    return ({n: view(b) for n, b in def_in.items()},
+            {n: view(b) for n, b in def_out.items()})
 
 
 class DefinedBefore:

@@ -168,6 +168,7 @@ class RegionProgram(ProgramLowering):
         self.prefix = prefix
         self.compiled_functions = compiled_functions    # indices compiled before
         self.called = set()
+        self.called_order = []                          # self.called, in order of first call
 
     def info(self, index):
         info = self.infos.get(index)
@@ -175,20 +176,34 @@ class RegionProgram(ProgramLowering):
             info = self.infos[index] = FunctionInfo(
                 index, self.linked.functions[index], self.module, self.count,
                 symbol=f"{self.prefix}.f{index}")
+            self.declared.append(index)
         return info
 
     def resolve(self, caller_index, name):
         r = super().resolve(caller_index, name)
         if not isinstance(r, str):
-            self.called.add(r.index)
+            self.mark_called(r.index)
         return r
+
+    def mark_called(self, index):
+        """Note that the module calls function `index` (lowered by `lower_called`)."""
+        if index not in self.called:
+            self.called.add(index)
+            self.called_order.append(index)
 
     def lower_called(self):
         """Lower every function called so far (and what they call) that no earlier
         module defines; returns their indices."""
         done = set()
+        compiled = set(self.compiled_functions)
+        for i in sorted(self.called - set(self.called_order)):    # added to `called` directly
+            self.called_order.append(i)
+        seen = 0                # self.called_order[:seen] are lowered or compiled before
         while True:
-            todo = sorted(self.called - done - set(self.compiled_functions))
+            # The functions first called since the last round (each round lowers
+            # all that were pending): linear however deep the calls go.
+            todo = sorted(i for i in self.called_order[seen:] if i not in compiled)
+            seen = len(self.called_order)
             if not todo:
                 return done
             for i in todo:
@@ -216,7 +231,7 @@ def lower_call(linked, index, name, prefix="jit", compiled_functions=()):
     result type, indices of the functions defined, indices of the functions used
     from earlier modules)."""
     program = RegionProgram(linked, name, prefix, compiled_functions)
-    program.called.add(index)
+    program.mark_called(index)
     info = program.info(index)
     if info.ret_type is not None and linked.main_index() == index:
         raise Unsupported("a typed @main")

@@ -78,16 +78,30 @@ class Unsupported(BrilError):
 def type_key(typ):
     """A hashable Bril type: 'int' | 'bool' | 'float' | 'char' | ('ptr', key); None if
     the type is not one of those (`any`, unknown names, malformed)."""
-    if isinstance(typ, str):
-        return typ if typ in SCALARS else None
-    if isinstance(typ, dict) and set(typ) == {"ptr"}:
-        inner = type_key(typ["ptr"])
-        return ("ptr", inner) if inner is not None else None
-    return None
+    depth = 0
+    while isinstance(typ, dict) and set(typ) == {"ptr"}:
+        typ = typ["ptr"]
+        depth += 1
+    if not isinstance(typ, str) or typ not in SCALARS:
+        return None
+    key = typ
+    for _ in range(depth):
+        key = ("ptr", key)
+    return key
+
+
+def _ptr_depth(key):
+    """(scalar, number of ptr<...> around it) of a type key."""
+    depth = 0
+    while not isinstance(key, str):
+        key = key[1]
+        depth += 1
+    return key, depth
 
 
 def type_text(key):
-    return key if isinstance(key, str) else f"ptr<{type_text(key[1])}>"
+    base, depth = _ptr_depth(key)
+    return "ptr<" * depth + base + ">" * depth
 
 
 def kind(key):
@@ -651,13 +665,19 @@ class Lowering:
 
 def _bril_type_text(typ):
     """A Bril type (JSON form) as Bril text, also for types we do not support."""
-    if isinstance(typ, dict) and set(typ) == {"ptr"}:
-        return f"ptr<{_bril_type_text(typ['ptr'])}>"
-    return typ if isinstance(typ, str) else repr(typ)
+    depth = 0
+    while isinstance(typ, dict) and set(typ) == {"ptr"}:
+        typ = typ["ptr"]
+        depth += 1
+    inner = typ if isinstance(typ, str) else repr(typ)
+    return "ptr<" * depth + inner + ">" * depth
 
 
 def _json_type(key):
-    return key if isinstance(key, str) else {"ptr": _json_type(key[1])}
+    base, depth = _ptr_depth(key)
+    for _ in range(depth):
+        base = {"ptr": base}
+    return base
 
 
 # --- whole functions -------------------------------------------------------------------------
@@ -1047,6 +1067,7 @@ class ProgramLowering:
         self.rt = Runtime(self.module)
         self.count = count
         self.infos = {}
+        self.declared = []                      # indexes of self.infos, in declaration order
         self.main_index = linked.main_index()
 
     def info(self, index):
@@ -1054,6 +1075,7 @@ class ProgramLowering:
         if info is None:
             info = self.infos[index] = FunctionInfo(index, self.linked.functions[index],
                                                     self.module, self.count)
+            self.declared.append(index)
         return info
 
     def resolve(self, caller_index, name):
@@ -1067,7 +1089,11 @@ class ProgramLowering:
         main = self.info(self.main_index)
         done = set()
         while len(done) < len(self.infos):      # lowering a call declares its callee
-            for index in sorted(set(self.infos) - done):
+            # Each round lowers the functions declared so far but not yet lowered
+            # (in index order); `self.infos` only grows, in declaration order, so
+            # the new ones are its tail: linear, however long a call chain.
+            new = sorted(self.declared[len(done):])
+            for index in new:
                 done.add(index)
                 FunctionLowering(self.infos[index], self).lower()
         self.lower_start(main)

@@ -75,8 +75,9 @@ def ir_text(module, tm=None):
     return str(module)
 
 
-def optimize(module, level=2, tm=None):
-    """Parse, verify and optimise (new pass manager, `default<O{level}>`)."""
+def optimize(module, level=2, tm=None, light=False):
+    """Parse, verify and optimise (new pass manager, `default<O{level}>`; with
+    `light`, only SROA, instcombine and simplifycfg: see `LIGHT_LOOP_DEPTH`)."""
     llvm = binding()
     tm = tm or target_machine(level)
     text = ir_text(module, tm)
@@ -88,24 +89,78 @@ def optimize(module, level=2, tm=None):
         raise BrilError(f"internal error: LLVM rejected the generated IR: {detail}") from None
     ref.triple = tm.triple
     ref.data_layout = str(tm.target_data)
-    if level > 0:
+    if level > 0 and light:
+        mpm = llvm.create_new_module_pass_manager()
+        mpm.add_sroa_pass()
+        mpm.add_instruction_combine_pass()
+        mpm.add_simplify_cfg_pass()
+        mpm.run(ref, llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(0)))
+    elif level > 0:
+        bounded = _bounded_inlining(ref)
         pto = llvm.create_pipeline_tuning_options(speed_level=min(level, 3))
         pb = llvm.create_pass_builder(tm, pto)
         pb.getModulePassManager().run(ref, pb)
+        if bounded:
+            _drop_unused(ref, bounded, tm)
     return ref
 
 
-def emit_object(module, level=2):
-    """An object file (bytes) for this machine."""
-    tm = target_machine(level)
-    return tm.emit_object(optimize(module, level, tm))
+# Programs with more functions than this are optimised with bounded inlining.
+BOUNDED_FUNCTIONS = 64
+
+# A program with loops nested deeper than this is compiled with a light pipeline
+# (`optimize(light=True)`) and the code generator's -O0: LLVM's loop passes and
+# its optimising code generator take time quadratic in the nesting depth (a
+# nest of 960 loops: 34 s in code generation alone, 0.1 s at -O0).  No program
+# written by hand nests loops this deep.
+LIGHT_LOOP_DEPTH = 32
 
 
-def emit_llvm(module, level=2):
+def _bounded_inlining(ref):
+    """For a module of many functions, make its internal functions external (and
+    hidden) for the optimiser: LLVM then inlines a call only by its cost, never
+    for the bonus of a callee's last call site, which on a chain of functions each
+    calling the next (a call stack n deep) inlines the whole chain into one
+    function and re-simplifies it after each step: quadratic (a 1,000-function
+    chain took 48 s at -O2, 1 s this way).  Returns the functions changed (to be
+    made internal again after optimisation), or [] for a small module, which
+    keeps the full pipeline unchanged."""
+    internal = [f for f in ref.functions
+                if not f.is_declaration and f.linkage.name == "internal"]
+    if len(internal) <= BOUNDED_FUNCTIONS:
+        return []
+    llvm = binding()
+    for f in internal:
+        f.linkage = llvm.Linkage.external
+        f.visibility = llvm.Visibility.hidden
+    return [f.name for f in internal]
+
+
+def _drop_unused(ref, names, tm):
+    """Make the functions internal again and delete those no call is left to
+    (inlined everywhere), so the code generator does not compile them."""
+    llvm = binding()
+    for name in names:
+        f = ref.get_function(name)
+        f.visibility = llvm.Visibility.default
+        f.linkage = llvm.Linkage.internal
+    mpm = llvm.create_new_module_pass_manager()
+    mpm.add_global_dead_code_eliminate_pass()
+    pb = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=0))
+    mpm.run(ref, pb)
+
+
+def emit_object(module, level=2, light=False):
+    """An object file (bytes) for this machine (`light`: see `LIGHT_LOOP_DEPTH`)."""
+    tm = target_machine(0 if light else level)
+    return tm.emit_object(optimize(module, level, tm, light=light))
+
+
+def emit_llvm(module, level=2, light=False):
     """The IR text after optimisation at `level` (the input's text at level 0)."""
     if level == 0:
         return ir_text(module)
-    return str(optimize(module, level))
+    return str(optimize(module, level, light=light))
 
 
 # --- the C side: run-time library and linking (see bril.nativert) ---------------------------
@@ -120,9 +175,9 @@ def link_executable(object_path, out_path):
           "-lm", "-pthread"], "linking")
 
 
-def build_executable(module, out_path, level=2):
+def build_executable(module, out_path, level=2, light=False):
     """Compile a lowered program (`bril.llvm_lower`) to an executable at out_path."""
-    obj = emit_object(module, level)
+    obj = emit_object(module, level, light=light)
     runtime_object()
     fd, tmp = tempfile.mkstemp(suffix=".o")
     try:

@@ -47,13 +47,13 @@ def _where(func, index):
 
 
 def _check_type(t, ctx):
-    if isinstance(t, str):
+    inner = t
+    while isinstance(inner, dict) and len(inner) == 1:     # a loop, not recursion
+        (k, inner), = inner.items()
+        if not isinstance(k, str):
+            break
+    if isinstance(inner, str):
         return
-    if isinstance(t, dict) and len(t) == 1:
-        (k, v), = t.items()
-        if isinstance(k, str):
-            _check_type(v, ctx)
-            return
     import json
     raise BrilError(f"{ctx}: malformed type {json.dumps(t)}")
 

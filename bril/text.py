@@ -3,8 +3,9 @@
     parse_program(text, positions=False, filename=None) -> dict
     format_program(prog) -> str
 
-Parsing lives in `bril.parse` (a lark LALR grammar, `bril.lark`), printing in
-`bril.printer`.  `bril.parse` imports lark, so it is loaded only when parsing
+Parsing lives in `bril.parse` (a lark LALR grammar, `bril.lark`), with a fast
+path for well-formed programs in `bril.fastparse` (which gives up, to lark, on
+anything unusual and on `positions`), printing in `bril.printer`.  `bril.parse` imports lark, so it is loaded only when parsing
 is asked for: printing (`bril2txt`) and the interpreters never import lark.
 """
 
@@ -18,6 +19,12 @@ def parse_program(text, positions=False, filename=None):
     and imports, as `bril2json -p` does (with `"src": filename` if given).
     Raises BrilError(message, pos=(row, col)) for a syntax error.
     """
+    if not positions:
+        from .fastparse import parse as fast
+
+        prog = fast(text)
+        if prog is not None:
+            return prog
     from .parse import parse_program as parse
 
     return parse(text, positions=positions, filename=filename)

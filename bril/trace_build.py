@@ -19,6 +19,10 @@ from dataclasses import dataclass
 from .cfg import CFG
 
 
+# Calls nested deeper than this on a recorded path make it untraceable (the
+# replay recurses once per frame: bounded by this, never by the program).
+MAX_REPLAY_DEPTH = 64
+
 class NotTraceable(Exception):
     """The path cannot become a trace (it returns from the traced function, ...)."""
 
@@ -194,6 +198,10 @@ class Replayer:
             bname = nxt
 
     def _call(self, ins, rn, depth, site, emit):
+        if depth + 1 > MAX_REPLAY_DEPTH:
+            # Replaying follows calls by recursion; a path through calls nested
+            # this deep is no trace worth making, and must not exhaust the stack.
+            raise NotTraceable("calls nest too deep on the path")
         callee = ins["funcs"][0]
         ev = self._next()
         if ev is None:

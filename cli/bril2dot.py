@@ -73,7 +73,9 @@ def _render(data, fmt, path):
 
 
 def main():
-    run_click(bril2dot)
+    from bril.cli import no_cycle_collection
+    with no_cycle_collection():
+        run_click(bril2dot)
 
 
 if __name__ == "__main__":

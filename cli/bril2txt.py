@@ -22,7 +22,9 @@ def bril2txt():
 
 
 def main():
-    run_click(bril2txt)
+    from bril.cli import no_cycle_collection
+    with no_cycle_collection():
+        run_click(bril2txt)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,5 @@
 """`bril-opt`: run optimization passes over a Bril JSON program (stdin to stdout)."""
 
-import json
 import sys
 
 import click
@@ -34,13 +33,16 @@ def bril_opt(optimize, list_passes, passes):
     prog = load_program(sys.stdin.buffer.read())
     names = (registry.O_PIPELINE if optimize else []) + list(passes)
     prog = registry.run_pipeline(prog, names)
-    sys.stdout.write(json.dumps(prog, indent=2, sort_keys=True) + "\n")
+    from bril.printer import program_json
+    sys.stdout.write(program_json(prog) + "\n")        # json.dumps(indent=2, sort_keys), faster
     return 0
 
 
 def main():
+    from bril.cli import no_cycle_collection
     from bril.errors import run_click
-    run_click(bril_opt)
+    with no_cycle_collection():
+        run_click(bril_opt)
 
 
 if __name__ == "__main__":

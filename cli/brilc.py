@@ -112,8 +112,9 @@ def _compile(opts):
     module = llvm_lower.lower_program(prog, base_dir=base_dir, lib_dirs=opts.lib_dirs,
                                       filename=filename, count=not opts.no_count)
     level = int(opts.level)
+    light = _deepest_loop_nest(prog) > native.LIGHT_LOOP_DEPTH
     if opts.emit_llvm:
-        text = native.emit_llvm(module, level)
+        text = native.emit_llvm(module, level, light=light)
         if opts.out is None or opts.out == "-":
             sys.stdout.write(text)
         else:
@@ -121,10 +122,26 @@ def _compile(opts):
         return 0
     out = default_output(opts)
     if opts.object:
-        _write(out, native.emit_object(module, level))
+        _write(out, native.emit_object(module, level, light=light))
         return 0
-    native.build_executable(module, out, level)
+    native.build_executable(module, out, level, light=light)
     return 0
+
+
+def _deepest_loop_nest(prog):
+    """The deepest nesting of loops in any function of the program (linear time)."""
+    from bril.cfg import CFG, LoopForest
+    deepest = 0
+    for func in prog.get("functions", ()):
+        if not any(i.get("op") in ("jmp", "br") for i in func.get("instrs", ())):
+            continue
+        forest = LoopForest(CFG.from_function(func))
+        depth = {}
+        for h in forest.headers:                # outer loops first
+            p = forest.parent.get(h)
+            depth[h] = depth.get(p, 0) + 1 if p is not None else 1
+            deepest = max(deepest, depth[h])
+    return deepest
 
 
 def _write(path, data):
@@ -138,8 +155,10 @@ def _write(path, data):
 
 def main(argv=None):
     from bril.errors import run_main
+    from bril.cli import no_cycle_collection
     argv = sys.argv[1:] if argv is None else argv
-    run_main(lambda: _body(argv))
+    with no_cycle_collection():
+        run_main(lambda: _body(argv))
 
 
 if __name__ == "__main__":

@@ -11,6 +11,8 @@ reference, `-p` may appear anywhere.
 import os
 import sys
 
+from bril.cli import no_cycle_collection
+
 USAGE = """\
 usage: brili [-p] [-f FILE | --text] [-L DIR]... [--tier T] [--no-cache]
              [--trace OUT.json [--hot N] [--trace-report FILE] [--trace-no-opt]]
@@ -213,7 +215,18 @@ def _body(argv):
         return 0
     if opts.cache_command is not None:
         return _cache_command(opts.cache_command)
-    prog, filename = _read_program(opts)
+    with no_cycle_collection():
+        prog, filename = _read_program(opts)
+    # The program's objects live to the end: keep the collector off them.
+    import gc
+    gc.freeze()
+    try:
+        return _run_program(prog, filename, opts)
+    finally:
+        gc.unfreeze()
+
+
+def _run_program(prog, filename, opts):
     if opts.dump:
         os.environ["BRIL_DUMP_PY"] = "1"
         if opts.tier is None:
@@ -305,8 +318,8 @@ def _jit(prog, opts, out, base_dir, filename):
 
 
 def _json_text(prog):
-    import json
-    return json.dumps(prog, indent=2) + "\n"
+    from bril.printer import program_json
+    return program_json(prog, sort_keys=False) + "\n"
 
 
 def _write_atomically(path, text):

@@ -53,8 +53,17 @@ def _taken(term, env):
 
 
 def _meet(envs):
-    first, rest = envs[0], envs[1:]
-    return {v: c for v, c in first.items() if all(e.get(v) == c for e in rest)}
+    out = envs[0]
+    if len(envs) == 1:
+        return dict(out)
+    for e in envs[1:]:
+        if e is out:
+            continue
+        # Mostly the very same Const objects flow in: test identity before __eq__.
+        get = e.get
+        out = {v: c for v, c in out.items()
+               if (d := get(v)) is c or d is not None and d == c}
+    return dict(out) if out is envs[0] else out
 
 
 def analyze(cfg):

@@ -29,11 +29,9 @@ Reusable pieces (the tracer inlines callee blocks the same way):
 `variable_names`, `label_names`, `NameSupply`.
 """
 
-import copy
-
 from bril.cfg import CFG, NameSupply, label_names, variable_names
 from bril.dataflow import uses
-from .safety import SPEC_OPS, FunctionFacts, ops_in, trusted_kinds, kind, well_formed
+from .safety import SPEC_OPS, FunctionFacts, copy_program, ops_in, trusted_kinds, kind, well_formed
 
 INLINE_LIMIT = 60           # callee instructions
 CALLER_LIMIT = 3000         # a caller stops growing at this many instructions
@@ -140,21 +138,79 @@ def _call_graph(prog):
 
 
 def recursive_functions(prog):
-    """Functions on a call-graph cycle (including ones that call themselves)."""
+    """Functions on a call-graph cycle (including ones that call themselves).
+
+    Tarjan's strongly connected components, with an explicit stack: linear in
+    the call graph, however long its chains."""
     graph = _call_graph(prog)
-    rec = set()
-    for start in graph:
-        stack, seen = list(graph[start]), set()
-        while stack:
-            f = stack.pop()
-            if f == start:
-                rec.add(start)
-                break
-            if f in seen or f not in graph:
-                continue
-            seen.add(f)
-            stack.extend(graph[f])
-    return rec
+    return {f for comp in _components(graph) for f in comp
+            if len(comp) > 1 or f in graph[f]}
+
+
+def _components(graph):
+    """The strongly connected components of graph ({node: successors}; successors
+    that are not nodes are ignored), callees' components before callers'."""
+    index, low, on_stack, stack, comps = {}, {}, set(), [], []
+    counter = 0
+    for root in graph:
+        if root in index:
+            continue
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        work = [(root, iter(sorted(graph[root])))]
+        while work:
+            node, succs = work[-1]
+            for s in succs:
+                if s not in graph:
+                    continue
+                if s not in index:
+                    index[s] = low[s] = counter
+                    counter += 1
+                    stack.append(s)
+                    on_stack.add(s)
+                    work.append((s, iter(sorted(graph[s]))))
+                    break
+                if s in on_stack:
+                    low[node] = min(low[node], index[s])
+            else:
+                work.pop()
+                if work:
+                    parent = work[-1][0]
+                    low[parent] = min(low[parent], low[node])
+                if low[node] == index[node]:
+                    comp = []
+                    while True:
+                        f = stack.pop()
+                        on_stack.discard(f)
+                        comp.append(f)
+                        if f == node:
+                            break
+                    comps.append(comp)
+    return comps
+
+
+def _postorder(graph, roots):
+    """Nodes of graph reachable from roots, each after its successors (sorted) where
+    the graph allows (a depth-first postorder, iterative)."""
+    seen, order = set(), []
+    for root in roots:
+        if root in seen or root not in graph:
+            continue
+        seen.add(root)
+        work = [(root, iter(sorted(graph[root])))]
+        while work:
+            node, succs = work[-1]
+            for s in succs:
+                if s not in seen and s in graph:
+                    seen.add(s)
+                    work.append((s, iter(sorted(graph[s]))))
+                    break
+            else:
+                work.pop()
+                order.append(node)
+    return order
 
 
 class _CalleeInfo:
@@ -237,25 +293,14 @@ _AVOID_IN_CALLEE = SPEC_OPS | {"phi", "set", "get", "load"}
 
 def inline(prog):
     """Pass: inline small non-recursive functions (bottom-up)."""
-    out = copy.deepcopy(prog)
+    out = copy_program(prog)
     names = [f["name"] for f in out["functions"]]
     if len(set(names)) != len(names):
         return out                  # calls are ambiguous: the interpreter rejects the program
     rec = recursive_functions(out)
     funcs = {f["name"]: f for f in out["functions"]}
     graph = _call_graph(out)
-    order, seen = [], set()
-
-    def visit(name):                        # callees before callers
-        if name in seen or name not in funcs:
-            return
-        seen.add(name)
-        for c in sorted(graph[name]):
-            visit(c)
-        order.append(name)
-
-    for name in funcs:
-        visit(name)
+    order = _postorder(graph, funcs)        # callees before callers
     infos = {}
     for name in order:
         func = funcs[name]
@@ -263,7 +308,18 @@ def inline(prog):
             continue
         func["instrs"] = _inline_into(func, funcs, rec, infos)
         infos.pop(name, None)
+        infos.pop(("screened", name), None)
     return out
+
+
+def _screened(callee, infos):
+    """True if the callee's ops and shape allow inlining it (cached in infos with
+    its _CalleeInfo: computed once per callee, not once per call)."""
+    key = ("screened", callee["name"])
+    ok = infos.get(key)
+    if ok is None:
+        ok = infos[key] = not (ops_in(callee) & _AVOID_IN_CALLEE) and well_formed(callee)
+    return ok
 
 
 def _inline_into(func, funcs, rec, infos):
@@ -283,8 +339,7 @@ def _inline_into(func, funcs, rec, infos):
         callee_name = instr.get("funcs", [None])[0] if instr.get("op") == "call" else None
         callee = funcs.get(callee_name)
         if (callee is None or callee_name in rec or callee_name == func["name"]
-                or ops_in(callee) & _AVOID_IN_CALLEE or size >= CALLER_LIMIT
-                or not well_formed(callee)):
+                or size >= CALLER_LIMIT or not _screened(callee, infos)):
             out.append(instr)
             continue
         info = infos.get(callee_name)

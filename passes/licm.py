@@ -19,7 +19,7 @@ block (it would need an extra jump per iteration).  Functions with irreducible
 control flow, `phi` or speculation are left alone.
 """
 
-from bril.cfg import CFG, Block, natural_loops, is_reducible, fresh_name
+from bril.cfg import CFG, Block, LoopForest, natural_loops, is_reducible, fresh_name
 from bril.dataflow import liveness, defined_vars, uses
 from bril.dominance import Dominance
 from .safety import map_functions, SPEC_OPS, FunctionFacts
@@ -93,6 +93,7 @@ def _hoist(cfg, loop, ph, blocks, facts, live_in, def_out, rpo_index):
         pre = cfg.blocks[ph]
         term = pre.terminator
         pre.instrs = (pre.body + moved + [term]) if term is not None else pre.instrs + moved
+    return bool(moved)
 
 
 def licm_cfg(cfg, func):
@@ -103,32 +104,52 @@ def licm_cfg(cfg, func):
     hoisting in one loop changes no fact the others rely on."""
     done = set()
     args = [a["name"] for a in func.get("args", ())]
+    stale = True
+    analyses = None         # (facts, live_in, def_out, rpo_index) while nothing changed
     while True:
-        dom = Dominance(cfg)
-        if not is_reducible(cfg, dom):
-            return cfg
-        loops = [l for l in natural_loops(cfg, dom) if l.header not in done]
+        if stale:
+            # The loops and dominators change only when a round adds a block or
+            # moves an instruction; rounds that do neither reuse them (a nest of
+            # n loops takes n rounds: recomputing each time was quadratic).
+            dom = Dominance(cfg)
+            if not is_reducible(cfg, dom):
+                return cfg
+            all_loops = natural_loops(cfg, dom)
+            nest = LoopForest(cfg)
+            stale = False
+        loops = [l for l in all_loops if l.header not in done]
         if not loops:
             return cfg
-        innermost = [l for l in loops
-                     if not any(o is not l and o.header in l.body for o in loops)]
+        # Innermost remaining loops: no remaining loop nested in them.
+        outer = {nest.parent.get(l.header) for l in loops}
+        innermost = [l for l in loops if l.header not in outer]
         plans = []
         for loop in innermost:
             done.add(loop.header)
             blocks = _hoistable_blocks(cfg, loop, dom)
             if blocks:
+                n_blocks = len(cfg.blocks)
                 ph = _preheader(cfg, loop)
+                if len(cfg.blocks) != n_blocks:
+                    stale = True
+                    analyses = None
                 if ph is not None:
                     plans.append((loop, ph, blocks))
         if not plans:
             continue
-        instrs = [i for b in cfg.blocks.values() for i in b.instrs]
-        facts = FunctionFacts({"args": func.get("args", []), "instrs": instrs}, cfg)
-        live_in, _ = liveness(cfg)
-        _, def_out = defined_vars(cfg, args)
-        rpo_index = {n: i for i, n in enumerate(cfg.reverse_postorder())}
+        if stale or analyses is None:
+            instrs = [i for b in cfg.blocks.values() for i in b.instrs]
+            facts = FunctionFacts({"args": func.get("args", []), "instrs": instrs}, cfg)
+            live_in, _ = liveness(cfg)
+            _, def_out = defined_vars(cfg, args)
+            rpo_index = {n: i for i, n in enumerate(cfg.reverse_postorder())}
+            analyses = (facts, live_in, def_out, rpo_index)
+        facts, live_in, def_out, rpo_index = analyses
         for loop, ph, blocks in plans:
-            _hoist(cfg, loop, ph, blocks, facts, live_in, def_out, rpo_index)
+            if _hoist(cfg, loop, ph, blocks, facts, live_in, def_out, rpo_index):
+                stale = True
+        if stale:
+            analyses = None
 
 
 def licm_instrs(func):

@@ -104,7 +104,8 @@ def _convert(func, keep):
     incoming = {}                           # (pred, block, var) -> version or None
     new_instrs = {}
 
-    def rename(n):
+    def enter(n):
+        """Rename block n's instructions; the variables it pushed versions of."""
         pushed = []
         for v in merges[n]:
             name = names.fresh(v)
@@ -129,12 +130,21 @@ def _convert(func, keep):
         for s in cfg.succs[n]:
             for v in merges[s]:
                 incoming[(n, s, v)] = stacks[v][-1] if stacks.get(v) else None
-        for child in tree[n]:
-            rename(child)
+        return pushed
+
+    # A preorder walk of the dominator tree with an explicit stack (a chain of
+    # thousands of blocks is as deep a tree): each block's versions are popped
+    # after all its children are done.
+    walk = [(cfg.entry, enter(cfg.entry), iter(tree[cfg.entry]))]
+    while walk:
+        n, pushed, children = walk[-1]
+        child = next(children, None)
+        if child is not None:
+            walk.append((child, enter(child), iter(tree[child])))
+            continue
+        walk.pop()
         for v in pushed:
             stacks[v].pop()
-
-    _with_recursion_limit(len(cfg.blocks), rename, cfg.entry)
     unassigned = {v for (_, _, v), value in incoming.items() if value is None}
     if unassigned:
         return None, unassigned
@@ -151,17 +161,6 @@ def _convert(func, keep):
         else:
             b.instrs = gets + body + sets
     return cfg.to_instrs(), set()
-
-
-def _with_recursion_limit(depth, fn, *args):
-    import sys
-    old = sys.getrecursionlimit()
-    if depth + 100 > old:
-        sys.setrecursionlimit(depth + 100)
-    try:
-        return fn(*args)
-    finally:
-        sys.setrecursionlimit(old)
 
 
 def to_ssa(prog):

@@ -11,20 +11,32 @@ function reads.  Repeats until nothing changes.
 """
 
 from bril.cfg import CFG
-from bril.dataflow import liveness, dest, uses
+from bril.dataflow import liveness_bits, dest, uses
 from .safety import FunctionFacts, map_functions
 
 
-def _sweep_block(block, live_out, facts, shadow_reads):
-    """Remove dead instructions from one block, walking backwards; True if any went."""
+def _sweep_block(block, out_bits, bit, facts, shadow_reads):
+    """Remove dead instructions from one block, walking backwards; True if any went.
+
+    out_bits: the variables live at the block's end, as bits (`bit`: name ->
+    position); the walk keeps only what the block changes in two small sets."""
     defined = facts.defined_before(block)
-    live = set(live_out)
+    killed, added = set(), set()    # live = (live-out - killed) | added
+
+    def live(v):
+        if v in added:
+            return True
+        if v in killed:
+            return False
+        i = bit.get(v)
+        return i is not None and (out_bits >> i) & 1 == 1
+
     kept = []
     for i in range(len(block.instrs) - 1, -1, -1):
         instr = block.instrs[i]
         op = instr.get("op")
         d = dest(instr)
-        dead = (op == "nop" or d is not None and d not in live)
+        dead = (op == "nop" or d is not None and not live(d))
         if dead and facts.cannot_fail(instr, defined[i]):
             continue
         if (op == "set" and len(instr.get("args", ())) == 2
@@ -32,8 +44,9 @@ def _sweep_block(block, live_out, facts, shadow_reads):
             continue
         kept.append(instr)
         if d is not None:
-            live.discard(d)
-        live.update(uses(instr))
+            added.discard(d)
+            killed.add(d)
+        added.update(uses(instr))
     kept.reverse()
     changed = len(kept) != len(block.instrs)
     block.instrs = kept
@@ -50,9 +63,9 @@ def dce_cfg(cfg, func):
         body = {"args": func.get("args", []),
                 "instrs": [i for b in cfg.blocks.values() for i in b.instrs]}
         facts = FunctionFacts(body, cfg)
-        _, live_out = liveness(cfg)
+        index, _, live_out = liveness_bits(cfg)
         for name, block in cfg.blocks.items():
-            if _sweep_block(block, live_out[name], facts, shadow_reads):
+            if _sweep_block(block, live_out[name], index.bit, facts, shadow_reads):
                 changed = True
     return cfg
 
