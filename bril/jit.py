@@ -444,18 +444,17 @@ class Jit:
     # --- the sampler ------------------------------------------------------------------
 
     def _sample_loop(self):
+        import _thread
         import sys
-        own = None
-        try:
-            import _thread
-            own = _thread.get_ident()
-            while not self.stopped:
-                time.sleep(SAMPLE_INTERVAL)
+        own = _thread.get_ident()
+        while not self.stopped:
+            time.sleep(SAMPLE_INTERVAL)
+            try:
                 for tid, frame in sys._current_frames().items():
                     if tid not in (own, self.main_thread):
                         self._sample(frame)
-        except Exception:           # the sampler must never disturb the program
-            pass
+            except Exception:       # the sampler must never disturb the program
+                pass
 
     def _sample(self, frame):
         """Charge one interval to the innermost loop running generated code and to

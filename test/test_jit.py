@@ -513,12 +513,12 @@ def cached_run(text, args, cache_dir, **env):
 
 
 def test_a_second_run_loads_native_code_from_the_cache(tmp_path):
-    plain = brili(["-p", "200000"], PROFILE_PROGRAM)
+    plain = brili(["-p", "2000000"], PROFILE_PROGRAM)
     # A short first run compiles nothing itself (it would not pay), but leaves what
     # was hot to be compiled after it.
-    first = cached_run(PROFILE_PROGRAM, ["200000"], tmp_path)
+    first = cached_run(PROFILE_PROGRAM, ["2000000"], tmp_path)
     assert "compiled in" not in first.stderr
-    second = cached_run(PROFILE_PROGRAM, ["200000"], tmp_path)
+    second = cached_run(PROFILE_PROGRAM, ["2000000"], tmp_path)
     for proc in (first, second):
         assert proc.stdout == plain.stdout
         assert proc.stderr.splitlines()[-1] == plain.stderr.strip()
@@ -529,22 +529,22 @@ def test_a_second_run_loads_native_code_from_the_cache(tmp_path):
 
 
 def test_an_edited_program_never_runs_stale_native_code(tmp_path):
-    cached_run(PROFILE_PROGRAM, ["200000"], tmp_path)
-    cached_run(PROFILE_PROGRAM, ["200000"], tmp_path)
+    cached_run(PROFILE_PROGRAM, ["2000000"], tmp_path)
+    cached_run(PROFILE_PROGRAM, ["2000000"], tmp_path)
     edited = PROFILE_PROGRAM.replace("two: int = const 2;", "two: int = const 3;")
-    got = cached_run(edited, ["200000"], tmp_path)
-    assert got.stdout == brili(["200000"], edited).stdout
+    got = cached_run(edited, ["2000000"], tmp_path)
+    assert got.stdout == brili(["2000000"], edited).stdout
     assert "compiled in 0.000 s" not in got.stderr
 
 
 def test_a_corrupt_unit_is_rebuilt_not_run(tmp_path):
-    cached_run(PROFILE_PROGRAM, ["200000"], tmp_path)
-    cached_run(PROFILE_PROGRAM, ["200000"], tmp_path)
+    cached_run(PROFILE_PROGRAM, ["2000000"], tmp_path)
+    cached_run(PROFILE_PROGRAM, ["2000000"], tmp_path)
     units = [p for p in (tmp_path / "unit").rglob("*") if p.is_file()]
     assert units
     for p in units:
         data = bytearray(p.read_bytes())
         data[len(data) // 2] ^= 0xFF
         p.write_bytes(bytes(data))
-    got = cached_run(PROFILE_PROGRAM, ["200000"], tmp_path)
-    assert got.stdout == brili(["200000"], PROFILE_PROGRAM).stdout
+    got = cached_run(PROFILE_PROGRAM, ["2000000"], tmp_path)
+    assert got.stdout == brili(["2000000"], PROFILE_PROGRAM).stdout
