@@ -5,7 +5,9 @@
   X.prof; a program that errors, e.g. leaks memory, exits 2 and fails too),
   `opt` (after `bril-opt -O`: X.out and X.opt.prof), `trace` (the program
   `brili --trace` writes: X.out and X.trace.prof), `aot` (a `brilc`
-  executable: X.out and X.prof), and `text` (text -> JSON -> text round trip)
+  executable: X.out and X.prof), `jit` (`--jit --hot 5`) and `jit-tiered` (`--jit`
+  as users run it), each twice on one fresh code cache, cold then warm, and `text`
+  (text -> JSON -> text round trip)
   over one program per folder: test_text.py already round-trips all of them
   in process, so here it only checks that the env works on our files.
 - Every program carries the metadata later tools rely on: an ARGS line, an
@@ -14,10 +16,12 @@
   were not recorded on) run in process to completion, freeing all memory.
 """
 
+import os
 import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import tomllib
 from pathlib import Path
 
@@ -28,7 +32,9 @@ from corpus import BENCHMARKS, ROOT, bril_files
 PROGRAMS = bril_files(root=BENCHMARKS)
 ONE_PER_FOLDER = sorted({p.parent: p for p in PROGRAMS}.values())
 TURNT_RUNS = {"brili": PROGRAMS, "text": ONE_PER_FOLDER, "opt": PROGRAMS, "trace": PROGRAMS,
-              "aot": PROGRAMS, "jit": PROGRAMS}
+              "aot": PROGRAMS, "jit": PROGRAMS, "jit-tiered": PROGRAMS}
+# Envs run twice on one fresh code cache: cold, then warm (code from the cache).
+COLD_AND_WARM = {"jit", "jit-tiered"}
 
 
 def _id(path):
@@ -56,12 +62,19 @@ def test_turnt_env_passes_on_benchmarks(env):
     # The console script installed next to this Python (as users run it).
     script = Path(sys.executable).parent / "turnt"
     turnt = [str(script) if script.exists() else shutil.which("turnt")]
-    done = subprocess.run(turnt + ["-j", "-e", env] + [str(p) for p in programs],
-                          cwd=ROOT, capture_output=True, text=True, timeout=600)
-    report = done.stdout + done.stderr
-    passed = len(re.findall(r"^ok \d+ ", done.stdout, re.M))
-    assert done.returncode == 0, report
-    assert passed == len(programs), report
+    environment = dict(os.environ)
+    rounds = ["cold", "warm"] if env in COLD_AND_WARM else ["once"]
+    if env in COLD_AND_WARM:
+        environment.update(BRIL_CACHE_DIR=tempfile.mkdtemp(prefix=f"turnt-{env}-"),
+                           BRIL_JIT_PRECOMPILE="wait")
+    for round_ in rounds:
+        done = subprocess.run(turnt + ["-j", "-e", env] + [str(p) for p in programs],
+                              cwd=ROOT, capture_output=True, text=True, timeout=600,
+                              env=environment)
+        report = round_ + ":\n" + done.stdout + done.stderr
+        passed = len(re.findall(r"^ok \d+ ", done.stdout, re.M))
+        assert done.returncode == 0, report
+        assert passed == len(programs), report
 
 
 @pytest.mark.parametrize("path", PROGRAMS, ids=_id)
