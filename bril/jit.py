@@ -319,8 +319,8 @@ class Jit:
         compiled.ns["_JX"] = self.enter
         if self.cache is not None:
             from . import jitcache
-            self.profile_key = jitcache.program_key(compiled.linked)
-            self.profile = jitcache.load_profile(self.cache, self.profile_key)
+            self.profile_key = jitcache.profile_key(compiled.linked)
+            self.profile = jitcache.load_profile(self.cache, self.profile_key, compiled.linked)
         profile = self.profile or {}
         main = compiled.linked.main_index()
         for index in profile.get("calls", {}):
@@ -724,9 +724,11 @@ class Jit:
         heap = self.heap is not None or self.wanted_heap or bool(old.get("heap"))
         profile = {"regions": regions, "calls": calls, "heap": heap, "hot": hot,
                    "tried": old.get("tried", [])}
-        if profile != old:
+        if not (regions or calls or hot or old):
+            return                  # nothing was hot: nothing to remember
+        if profile != {k: v for k, v in old.items() if k != "program"}:
             from . import jitcache
-            jitcache.store_profile(self.cache, self.profile_key, profile)
+            jitcache.store_profile(self.cache, self.profile_key, profile, self.compiled.linked)
         self._precompile(profile)
 
     def _precompile(self, profile):

@@ -48,11 +48,13 @@ def precompile(cache, key, level):
     from .jit import PRECOMPILE_HOT, select_region
     from .linker import link
     data = cache.get("program", key)
-    profile = jitcache.load_profile(cache, key)
+    profile = jitcache.load_profile(cache, key)     # (the program is checked below)
     if data is None or profile is None:
         return 0
     prog, base_dir, lib_dirs, filename = marshal.loads(data)
     linked = link(prog, base_dir=base_dir, lib_dirs=lib_dirs, filename=filename)
+    if profile.get("program") != jitcache.program_key(linked):
+        return 0                    # the profile is another program's now
     compiled = CompiledProgram(linked, open(os.devnull, "w"))
     built = 0
     tried = profile.setdefault("tried", [])
@@ -87,7 +89,7 @@ def precompile(cache, key, level):
                     built += 1
         except BrilError:
             continue
-    jitcache.store_profile(cache, key, profile)
+    jitcache.store_profile(cache, key, profile, linked)
     return built
 
 

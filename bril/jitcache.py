@@ -33,10 +33,22 @@ def _function_digest(linked, index, h):
 
 
 def program_key(linked):
-    """The identity of a linked program (every function, in order)."""
+    """The identity of a linked program (every function, in order, whole)."""
     h = sha256(FORMAT + b"program")
     for i in range(len(linked.functions)):
         _function_digest(linked, i, h)
+    return h.hexdigest()
+
+
+def profile_key(linked):
+    """Where a program's profile is kept: a digest of its outline (functions, their
+    signatures and sizes), cheap to make at every start.  The profile itself holds
+    the full `program_key`, checked when one is found (`load_profile`), so that
+    hashing every instruction is paid only by programs that have a profile."""
+    h = sha256(FORMAT + b"outline")
+    for i, f in enumerate(linked.functions):
+        h.update(repr((i, f.get("name"), f.get("args"), f.get("type"),
+                       len(f.get("instrs") or ()))).encode("utf-8", "surrogatepass"))
     return h.hexdigest()
 
 
@@ -61,7 +73,9 @@ def unit_key(linked, kind, index, blocks, entries, level):
     return h.hexdigest()
 
 
-def load_profile(cache, key):
+def load_profile(cache, key, linked=None):
+    """The profile kept under `key` (`profile_key`), if it is this program's (with
+    `linked`: its full `program_key` is checked)."""
     data = cache.get("profile", key)
     if data is None:
         return None
@@ -69,10 +83,16 @@ def load_profile(cache, key):
         profile = marshal.loads(data)
     except Exception:
         return None
-    return profile if isinstance(profile, dict) else None
+    if not isinstance(profile, dict):
+        return None
+    if linked is not None and profile.get("program") != program_key(linked):
+        return None                 # another program with the same outline
+    return profile
 
 
-def store_profile(cache, key, profile):
+def store_profile(cache, key, profile, linked=None):
+    if linked is not None:
+        profile = dict(profile, program=program_key(linked))
     cache.put("profile", key, marshal.dumps(profile))
 
 
