@@ -39,8 +39,6 @@ and jumps to its label, as in the interpreter.  Programs native code cannot
 handle at all (`any`, a variable of two types, ...) simply run interpreted.
 """
 
-import collections
-import ctypes
 import itertools
 import os
 import time
@@ -286,7 +284,7 @@ class Jit:
         self.native_functions = set()   # indices of functions compiled whole (MCJIT modules)
         self.calls = {}                 # function index -> NativeCall (or None)
         self.all_calls = []
-        self.queue = collections.deque()    # compiling in the background, in order
+        self.queue = []                 # compiling in the background, in order
         self.failed = set()             # indices of functions whose module failed
         self.rt = None
         self.engine = None
@@ -298,8 +296,8 @@ class Jit:
         self.wanted_heap = False        # a unit needed the shared heap it did not have
         self.cache_hits = 0
         self.source = None              # how to rebuild the program elsewhere (precompile)
-        self.arrivals = collections.Counter()   # eager: loop -> arrivals, function -> calls
-        self.hot_seconds = collections.Counter()    # loop or function -> seconds seen hot
+        self.arrivals = _Counter()      # eager: loop -> arrivals, function -> calls
+        self.hot_seconds = _Counter()   # loop or function -> seconds seen hot
         self.fast = {}                  # function index -> its generated code
         self.sampler = None
         self.stopped = False
@@ -781,6 +779,7 @@ class Jit:
         return native
 
     def _call_buffers(self, native):
+        import ctypes
         S = (ctypes.c_int64 * max(2, 2 * len(native.types)))()
         native.buffers = (S, (ctypes.c_double * len(S)).from_buffer(S))
 
@@ -836,7 +835,7 @@ class Jit:
         """Load finished background compilations into the engine, in submission
         order (later code may call functions earlier code defines)."""
         while self.queue and self.queue[0].pending.done():
-            obj = self.queue.popleft()
+            obj = self.queue.pop(0)
             job, obj.pending = obj.pending, None
             obj.compile_seconds += job.seconds
             t0 = time.perf_counter()
@@ -933,6 +932,7 @@ class Jit:
         exec(compile(src, f"<jit region {region.index} {region.header}>", "exec"), env)
         region.enter_fn, region.leave_fn = env["_in"], env["_out"]
         # slots, then the block to start at
+        import ctypes
         S = (ctypes.c_int64 * (slots.size + 1))()
         D = (ctypes.c_double * (slots.size + 1)).from_buffer(S)
         region.buffers = (S, D)
@@ -984,6 +984,13 @@ class Jit:
                 "error": region.error,
             })
         return out
+
+
+class _Counter(dict):
+    """A dict of counts (`collections.Counter` without importing collections)."""
+
+    def __missing__(self, key):
+        return 0
 
 
 def _function_index(code):
