@@ -76,11 +76,8 @@ class Row:
 
 def load_config(path):
     """Read and check a configuration file; BrilError on any problem."""
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError as e:
-        raise BrilError(f"cannot read config {path}: {e.strerror}")
+    from .program import read_bytes
+    data = read_bytes(path, "config")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:

@@ -96,15 +96,23 @@ def function_key(linked, index, variant, osr, settings):
         return None
     options = tuple(os.environ.get(o, "") for o in GENERATOR_OPTIONS)
     h.update(repr((variant, osr, settings, options)).encode())
-    # The function, its callees, and below callees that may be inlined, each with
-    # how its calls resolve.
+    # The function, its callees, and below callees that may be inlined.
+    hash_call_graph(linked, index, h, lambda func, depth: depth == 0 or (
+        depth <= _INLINE_LEVELS and _may_inline(func)))
+    return h.hexdigest()
+
+
+def hash_call_graph(linked, index, h, expand):
+    """Hash function `index` and the functions it calls, breadth first (each at its
+    smallest depth), each with how its calls resolve; the calls of a function are
+    followed if expand(function, depth) says so."""
     seen = {index}
-    todo = [(index, 0)]         # breadth first: each function at its smallest depth
+    todo = [(index, 0)]
     for j, depth in todo:
         func = linked.functions[j]
         h.update(b"\0function %d\0" % j)
         h.update(repr(func).encode("utf-8", "surrogatepass"))
-        if depth > 0 and (depth > _INLINE_LEVELS or not _may_inline(func)):
+        if not expand(func, depth):
             continue            # only its interface and body count, not its callees
         for instr in func.get("instrs") or ():
             funcs = instr.get("funcs") if instr.get("op") == "call" else None
@@ -115,4 +123,3 @@ def function_key(linked, index, variant, osr, settings):
             if isinstance(r, int) and r not in seen:
                 seen.add(r)
                 todo.append((r, depth + 1))
-    return h.hexdigest()

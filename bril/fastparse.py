@@ -140,13 +140,18 @@ def _operands(toks, i, instr):
                 labels.append(tok[1:])
         else:
             raise _GiveUp
+    set_operands(instr, args, funcs, labels)
+    return i
+
+
+def set_operands(instr, args, funcs, labels):
+    """The operand lists of an instruction, as bril2json writes them (empty ones left out)."""
     if args:
         instr["args"] = args
     if funcs:
         instr["funcs"] = funcs
     if labels:
         instr["labels"] = labels
-    return i
 
 
 def _body(toks, i):

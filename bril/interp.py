@@ -42,6 +42,7 @@ from . import heap as heapmod
 from .linker import link
 from .pynames import function_name, var_name, variant_name
 from .ops import HELPERS as OP_HELPERS
+from .support import CHECK_FUNCTIONS
 from .values import UNDEF, MISSING, format_float, format_value, kind_of, parse_main_args
 
 # Nested Bril calls allowed before "recursion too deep" (the reference, on a 1 MB
@@ -54,40 +55,6 @@ THREAD_STACK = 512 * 1024 * 1024
 
 
 # --- helpers the generated code calls --------------------------------------------------
-
-def _cint(v, msg):
-    if type(v) is int:
-        return v
-    raise BrilError(msg)
-
-
-def _cbool(v, msg):
-    if type(v) is bool:
-        return v
-    raise BrilError(msg)
-
-
-def _cfloat(v, msg):
-    if type(v) is float:
-        return v
-    raise BrilError(msg)
-
-
-def _cchar(v, msg):
-    if type(v) is str:
-        return v
-    raise BrilError(msg)
-
-
-def _cptr(v, msg):
-    if type(v) is tuple:
-        return v
-    raise BrilError(msg)
-
-
-def _unknown_type(v, text):
-    raise BrilError(f"unknown type {text}")
-
 
 def _phi_error(prev, label_ids):
     if prev is None:
@@ -107,11 +74,10 @@ class _Unbound:
 
 
 _BASE_NAMESPACE = dict(OP_HELPERS)
+_BASE_NAMESPACE.update(CHECK_FUNCTIONS)
 _BASE_NAMESPACE.update(heapmod.HELPERS)
 _BASE_NAMESPACE.update({
     "_E": BrilError,
-    "_cint": _cint, "_cbool": _cbool, "_cfloat": _cfloat, "_cchar": _cchar, "_cptr": _cptr,
-    "_unknown_type": _unknown_type,
     "_phi_error": _phi_error,
     "_RF": _fact_violated,
     "_ff": format_float,

@@ -650,18 +650,12 @@ class Jit:
         """The region a profile names for this loop, loaded from the cache without
         LLVM; False if there is none (compile as usual)."""
         spec = (self.profile or {}).get("regions", {}).get((index, header))
-        if spec is None or self.cache is None:
+        if spec is None:
             return False
-        from . import jitcache
         blocks, entries = spec["blocks"], spec["entries"]
-        ukey = jitcache.unit_key(self.compiled.linked, "region", index, blocks, entries,
-                                 self.level)
-        if not self._setup_runtime():
+        unit, ukey = self._load_unit("region", index, blocks, entries)
+        if unit is None:
             return False
-        unit = jitcache.load_unit(self.cache, ukey)
-        if unit is None or (unit.meta.get("heap") and self.heap is None):
-            return False
-        self.cache_hits += 1
         region = Region(index, None, header, set(blocks), set(entries))
         region.unit_key = ukey
         self._use_region_unit(region, unit)
@@ -669,22 +663,30 @@ class Jit:
         return region
 
     def _cached_call(self, index):
-        spec = (self.profile or {}).get("calls", {}).get(index)
-        if spec is None or self.cache is None:
+        if index not in (self.profile or {}).get("calls", {}):
             return False
-        from . import jitcache
-        ukey = jitcache.unit_key(self.compiled.linked, "call", index, None, None, self.level)
-        if not self._setup_runtime():
+        unit, ukey = self._load_unit("call", index, None, None)
+        if unit is None:
             return False
-        unit = jitcache.load_unit(self.cache, ukey)
-        if unit is None or (unit.meta.get("heap") and self.heap is None):
-            return False
-        self.cache_hits += 1
         native = NativeCall(index, self.compiled.linked.functions[index].get("name", ""))
         native.unit_key = ukey
         self._use_call_unit(native, unit)
         self.all_calls.append(native)
         return native
+
+    def _load_unit(self, kind, index, blocks, entries):
+        """(unit, key): a unit from the cache, loaded without LLVM, if there is one this
+        run can use (one that touches memory needs the shared heap)."""
+        if self.cache is None or not self._setup_runtime():
+            return None, None
+        from . import jitcache
+        ukey = jitcache.unit_key(self.compiled.linked, kind, index, blocks, entries,
+                                 self.level)
+        unit = jitcache.load_unit(self.cache, ukey)
+        if unit is None or (unit.meta.get("heap") and self.heap is None):
+            return None, None
+        self.cache_hits += 1
+        return unit, ukey
 
     def _use_region_unit(self, region, unit):
         meta = unit.meta
@@ -954,35 +956,17 @@ class Jit:
                            "or speculation left open)"})
         self._collect()                     # finished background work
         for native in self.all_calls:
-            out["functions"].append({
-                "function": native.name,
-                "compiled": native.address is not None or native.entries > 0,
-                "compiling": native.pending is not None,
-                "from_cache": native.compile_seconds == 0 and native.unit is not None,
-                "compile_seconds": round(native.compile_seconds, 4),
-                "calls": native.entries,
-                "native_instructions": native.native_instrs,
-                "dropped": native.dropped,
-                "error": native.error,
-            })
+            out["functions"].append(dict(_unit_report(native), function=native.name,
+                                         calls=native.entries))
         for region in self.all_regions:
             fc = self.compiled.function_code(region.index)
-            out["regions"].append({
-                "function": fc.name,
-                "header": _block_name(fc, region.header),
-                "entered_at": [_block_name(fc, bi) for bi in sorted(region.entry_blocks)],
-                "blocks": [_block_name(fc, bi) for bi in sorted(region.blocks)],
-                "instructions": region.instrs,
-                "compiled": region.address is not None or region.entries > 0,
-                "compiling": region.pending is not None,
-                "from_cache": region.compile_seconds == 0 and region.unit is not None,
-                "compile_seconds": round(region.compile_seconds, 4),
-                "entries": region.entries,
-                "exits": {_block_name(fc, t): n for t, n in sorted(region.exits.items())},
-                "native_instructions": region.native_instrs,
-                "dropped": region.dropped,
-                "error": region.error,
-            })
+            out["regions"].append(dict(
+                _unit_report(region), function=fc.name,
+                header=_block_name(fc, region.header),
+                entered_at=[_block_name(fc, bi) for bi in sorted(region.entry_blocks)],
+                blocks=[_block_name(fc, bi) for bi in sorted(region.blocks)],
+                instructions=region.instrs, entries=region.entries,
+                exits={_block_name(fc, t): n for t, n in sorted(region.exits.items())}))
         return out
 
 
@@ -1000,6 +984,16 @@ def _function_index(code):
         return None
     digits = name[1:].split("_", 1)[0]
     return int(digits) if digits.isdigit() else None
+
+
+def _unit_report(obj):
+    """What the report says of any compiled unit (a Region or a NativeCall)."""
+    return {"compiled": obj.address is not None or obj.entries > 0,
+            "compiling": obj.pending is not None,
+            "from_cache": obj.compile_seconds == 0 and obj.unit is not None,
+            "compile_seconds": round(obj.compile_seconds, 4),
+            "native_instructions": obj.native_instrs,
+            "dropped": obj.dropped, "error": obj.error}
 
 
 def _block_name(fc, bi):

@@ -59,18 +59,6 @@ _WORKER = None
 _WORKER_LOCK = threading.Lock()
 
 
-def _worker():
-    global _WORKER
-    with _WORKER_LOCK:
-        if _WORKER is None:
-            _WORKER = _Worker()
-    return _WORKER
-
-
-_WORKER = None
-_WORKER_LOCK = threading.Lock()
-
-
 def worker():
     global _WORKER
     with _WORKER_LOCK:

@@ -57,19 +57,9 @@ def unit_key(linked, kind, index, blocks, entries, level):
     from .nativert import native_digest
     h = sha256(FORMAT + native_digest(level))
     h.update(repr((kind, index, sorted(blocks or ()), sorted(entries or ()))).encode())
-    seen = {index}
-    todo = [index]
-    for j in todo:                  # the function and everything it calls, transitively
-        _function_digest(linked, j, h)
-        for instr in linked.functions[j].get("instrs") or ():
-            funcs = instr.get("funcs") if instr.get("op") == "call" else None
-            if not funcs or not isinstance(funcs, list):
-                continue
-            r = linked.resolve_call(j, funcs[0])
-            h.update(repr((j, funcs[0], r)).encode("utf-8", "surrogatepass"))
-            if isinstance(r, int) and r not in seen:
-                seen.add(r)
-                todo.append(r)
+    # The function and everything it calls, transitively (compiled into the unit).
+    from .codekeys import hash_call_graph
+    hash_call_graph(linked, index, h, lambda func, depth: True)
     return h.hexdigest()
 
 

@@ -63,11 +63,8 @@ class LinkedProgram:
 
 
 def _read_module_file(path):
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read()
-    except OSError as e:
-        raise BrilError(f"cannot read imported file {path}: {e.strerror}")
+    from .program import read_bytes
+    data = read_bytes(path, "imported file")
     if path.endswith(".bril"):
         from .text import parse_program       # lazily: lark is slow to import
         try:

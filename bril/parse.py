@@ -23,6 +23,7 @@ import lark
 from lark.lexer import Lexer, PatternStr, Token
 
 from .errors import BrilError
+from .fastparse import set_operands
 from .ops import INT_MAX, INT_MIN, OPS
 
 GRAMMAR_FILE = Path(__file__).with_name("bril.lark")
@@ -272,12 +273,7 @@ def _operation(items, at):
             labels.append(tok[1:])
         else:
             funcs.append(tok[1:])
-    if args:
-        instr["args"] = args
-    if funcs:
-        instr["funcs"] = funcs
-    if labels:
-        instr["labels"] = labels
+    set_operands(instr, args, funcs, labels)
     return instr
 
 

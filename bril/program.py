@@ -175,3 +175,35 @@ def load_program(text):
             raise BrilError(f"{e.lineno}:{e.colno}: invalid JSON: {e.msg}")
         raise BrilError(f"invalid JSON: {e}")   # e.g. an integer with thousands of digits
     return check_program(prog)
+
+
+def read_program(file=None, text=False, load_json=None):
+    """(program dict, file name or None): the program in FILE (Bril text unless it
+    ends in .json, or `text`), else on standard input (JSON unless `text`), the way
+    every command reads it; `load_json` turns JSON bytes into a program (default:
+    `load_program`).  BrilError for an unreadable file or text that is not UTF-8."""
+    import sys
+    if file is not None:
+        data = read_bytes(file)
+        as_text = text or not file.endswith(".json")
+    else:
+        data = sys.stdin.buffer.read()
+        as_text = text
+    if as_text:
+        from .text import parse_program       # lazily: the text parser is slow to import
+        try:
+            source = data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise BrilError(f"input is not UTF-8 text ({e.reason} at byte {e.start})")
+        return parse_program(source, filename=file), file
+    return (load_json or load_program)(data), file
+
+
+def read_bytes(path, what=""):
+    """The bytes of a file; BrilError `cannot read [WHAT ]PATH: reason` if it cannot be."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read()
+    except OSError as e:
+        raise BrilError(f"cannot read {what + ' ' if what else ''}{path}: {e.strerror}")
+

@@ -66,34 +66,22 @@ def unknown_type_message(typ):
 
 # --- the checking helpers ------------------------------------------------------------
 
-def cint(v, msg):
-    if type(v) is int:
-        return v
-    raise BrilError(msg)
+def _checker(kind, pytype):
+    """The helper checking that a value has one kind: it returns the value, or raises
+    the reference's message (a closure: as fast as the test written out)."""
+    def check(v, msg):
+        if type(v) is pytype:
+            return v
+        raise BrilError(msg)
+    check.__name__ = "c" + kind
+    return check
 
 
-def cbool(v, msg):
-    if type(v) is bool:
-        return v
-    raise BrilError(msg)
-
-
-def cfloat(v, msg):
-    if type(v) is float:
-        return v
-    raise BrilError(msg)
-
-
-def cchar(v, msg):
-    if type(v) is str:
-        return v
-    raise BrilError(msg)
-
-
-def cptr(v, msg):
-    if type(v) is tuple:
-        return v
-    raise BrilError(msg)
+cint = _checker("int", int)
+cbool = _checker("bool", bool)
+cfloat = _checker("float", float)
+cchar = _checker("char", str)
+cptr = _checker("ptr", tuple)
 
 
 def unknown_type(v, text):

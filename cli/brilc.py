@@ -60,26 +60,8 @@ def _parser():
 
 def read_program(file, text):
     """(program dict, filename or None) from FILE or standard input."""
-    from bril.errors import BrilError
-    from bril.program import load_program
-    if file is not None:
-        try:
-            with open(file, "rb") as fh:
-                data = fh.read()
-        except OSError as e:
-            raise BrilError(f"cannot read {file}: {e.strerror}")
-        as_text = text or not file.endswith(".json")
-    else:
-        data = sys.stdin.buffer.read()
-        as_text = text
-    if as_text:
-        from bril.text import parse_program
-        try:
-            source = data.decode("utf-8")
-        except UnicodeDecodeError as e:
-            raise BrilError(f"input is not UTF-8 text ({e.reason} at byte {e.start})")
-        return parse_program(source, filename=file), file
-    return load_program(data), file
+    from bril.program import read_program as read
+    return read(file, text)
 
 
 def default_output(opts):

@@ -104,6 +104,37 @@ class _Options:
         self.args = []
 
 
+# Flags: option -> (attribute, value it sets).
+_FLAGS = {
+    "-h": ("help", True), "--help": ("help", True), "--text": ("text", True),
+    "--dump-py": ("dump", True), "--trace-no-opt": ("trace_no_opt", True),
+    "--jit": ("jit", True), "--jit-background": ("jit_background", True),
+    "--no-cache": ("cache", False),
+    "--cache-info": ("cache_command", "--cache-info"),
+    "--cache-clear": ("cache_command", "--cache-clear"),
+}
+
+
+def _hot(text):
+    from bril.errors import BrilError
+    n = int(text) if text.isdigit() else 0
+    if n < 1:
+        raise BrilError(f"--hot needs a positive whole number; got {text}")
+    return n
+
+
+def _tier(text):
+    from bril.errors import BrilError
+    if text not in ("auto", "cold", "fast"):
+        raise BrilError(f"--tier must be auto, cold or fast; got {text}")
+    return text
+
+
+# Options taking a value: option -> (attribute, how the text becomes the value).
+_VALUED = {"-f": ("file", str), "--trace": ("trace", str), "--trace-report": ("trace_report", str),
+           "--jit-report": ("jit_report", str), "--hot": ("hot", _hot), "--tier": ("tier", _tier)}
+
+
 def parse_args(argv):
     from bril.errors import BrilError
     opts = _Options()
@@ -115,47 +146,17 @@ def parse_args(argv):
             break
         if a == "-p" and not opts.profile:
             opts.profile = True         # (as in the reference, a second -p is an argument)
-        elif a in ("-h", "--help"):
-            opts.help = True
-        elif a == "--text":
-            opts.text = True
-        elif a == "--dump-py":
-            opts.dump = True
-        elif a == "--trace-no-opt":
-            opts.trace_no_opt = True
-        elif a == "--jit":
-            opts.jit = True
-        elif a == "--jit-background":
-            opts.jit_background = True
-        elif a == "--no-cache":
-            opts.cache = False
-        elif a in ("--cache-info", "--cache-clear"):
-            opts.cache_command = a
-        elif a in ("-f", "-L", "--trace", "--hot", "--trace-report", "--jit-report", "--tier"):
+        elif a in _FLAGS:
+            setattr(opts, *_FLAGS[a])
+        elif a in _VALUED or a == "-L":
             if i + 1 >= len(argv):
                 raise BrilError(f"option {a} needs an argument")
             i += 1
-            if a == "-f":
-                opts.file = argv[i]
-            elif a == "-L":
+            if a == "-L":
                 opts.lib_dirs.append(argv[i])
-            elif a == "--trace":
-                opts.trace = argv[i]
-            elif a == "--trace-report":
-                opts.trace_report = argv[i]
-            elif a == "--jit-report":
-                opts.jit_report = argv[i]
-            elif a == "--tier":
-                if argv[i] not in ("auto", "cold", "fast"):
-                    raise BrilError(f"--tier must be auto, cold or fast; got {argv[i]}")
-                opts.tier = argv[i]
             else:
-                try:
-                    opts.hot = int(argv[i])
-                except ValueError:
-                    opts.hot = 0
-                if opts.hot < 1:
-                    raise BrilError(f"--hot needs a positive whole number; got {argv[i]}")
+                name, convert = _VALUED[a]
+                setattr(opts, name, convert(argv[i]))
         elif a.startswith("-L") and len(a) > 2:
             opts.lib_dirs.append(a[2:])
         elif a.startswith("--lib="):
@@ -171,27 +172,8 @@ def parse_args(argv):
 
 
 def _read_program(opts):
-    from bril.errors import BrilError
-    filename = None
-    if opts.file is not None:
-        filename = opts.file
-        try:
-            with open(opts.file, "rb") as fh:
-                data = fh.read()
-        except OSError as e:
-            raise BrilError(f"cannot read {opts.file}: {e.strerror}")
-        as_text = opts.text or not opts.file.endswith(".json")
-    else:
-        data = sys.stdin.buffer.read()
-        as_text = opts.text
-    if as_text:
-        from bril.text import parse_program   # lazily: lark is slow to import
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError as e:
-            raise BrilError(f"input is not UTF-8 text ({e.reason} at byte {e.start})")
-        return parse_program(text, filename=filename), filename
-    return _load_json(data), filename
+    from bril.program import read_program
+    return read_program(opts.file, opts.text, load_json=_load_json)
 
 
 def _load_json(data):
