@@ -20,6 +20,7 @@ native_heap=True)`) is that other representation: regions in brilrt's table,
 memoryviews over their cells, shared with code compiled by the JIT.
 """
 
+from . import messages as M
 from .errors import BrilError
 from .values import js_type_text
 
@@ -63,9 +64,9 @@ class Heap:
 
     def alloc(self, amount, elem):
         if amount <= 0:
-            raise BrilError(f"must allocate a positive amount of memory: {amount} <= 0")
+            raise BrilError(M.text(M.ALLOC_NOT_POSITIVE, amount=amount))
         if amount > MAX_REGION:
-            raise BrilError(f"cannot allocate {amount} entries")
+            raise BrilError(M.text(M.ALLOC_TOO_LARGE, amount=amount))
         base = self.next_base
         self.next_base = base + 1
         region = Region(base, elem, amount)
@@ -79,8 +80,7 @@ class Heap:
             del self.live[region.base]
             data.clear()
             return
-        raise BrilError(f"Tried to free illegal memory location base: {region.base}, "
-                        f"offset: {offset}. Offset must be 0.")
+        raise BrilError(M.text(M.BAD_FREE, base=region.base, offset=offset))
 
     def leaked(self):
         return bool(self.live)
@@ -90,11 +90,11 @@ class Heap:
 
 def bad_access(ptr):
     """Out of bounds, or the region was freed."""
-    raise BrilError(f"Uninitialized heap location {ptr[2].base} and/or illegal offset {ptr[1]}")
+    raise BrilError(M.text(M.BAD_ACCESS, base=ptr[2].base, offset=ptr[1]))
 
 
 def uninitialized(name):
-    raise BrilError(f"Pointer {name} points to uninitialized data")
+    raise BrilError(M.text(M.UNINITIALIZED, name=name))
 
 
 def load_miss(ptr, name):
@@ -115,8 +115,8 @@ def store_grow(ptr, value):
     data[offset] = value
 
 
-def bad_store(region, value, op="store"):
-    raise BrilError(f"{op} argument 1 must be a {js_type_text(region.elem)}")
+def bad_store(region, value):
+    raise BrilError(M.text(M.STORE_KIND, type=js_type_text(region.elem)))
 
 
 # Names the templates use; the engine puts them in the generated code's globals.
@@ -325,9 +325,9 @@ class NativeHeap:
 
     def alloc(self, amount, elem):
         if amount <= 0:
-            raise BrilError(f"must allocate a positive amount of memory: {amount} <= 0")
+            raise BrilError(M.text(M.ALLOC_NOT_POSITIVE, amount=amount))
         if amount > MAX_REGION:
-            raise BrilError(f"cannot allocate {amount} entries")
+            raise BrilError(M.text(M.ALLOC_TOO_LARGE, amount=amount))
         info = self._info(elem)
         address = self._py_alloc(amount, info.cell, self._id_ref)
         if not address:
@@ -343,8 +343,7 @@ class NativeHeap:
             self.regions.pop(region.base, None)
             region.kill()
             return
-        raise BrilError(f"Tried to free illegal memory location base: {region.base}, "
-                        f"offset: {offset}. Offset must be 0.")
+        raise BrilError(M.text(M.BAD_FREE, base=region.base, offset=offset))
 
     def leaked(self):
         return self._live() != 0

@@ -41,6 +41,8 @@ Structure, with the future JIT in mind:
   (region id, offset).
 """
 
+from . import messages as M
+from .support import argcount_message, call_funcs_message, nonvoid_message, operand_message
 from llvmlite import ir
 
 from .errors import BrilError
@@ -242,7 +244,7 @@ def _fcmp(op):
 
 def _lower_div(cx, instr, a, b):
     bld = cx.b
-    cx.check(bld.icmp_signed("!=", b, const_int(0)), lambda: cx.raise_error("division by zero"))
+    cx.check(bld.icmp_signed("!=", b, const_int(0)), lambda: cx.raise_error(M.DIVISION_BY_ZERO))
     # sdiv traps on INT_MIN / -1; Bril wraps it (x / -1 is -x, wrapping): divide by
     # 1 instead and negate.
     minus_one = bld.icmp_signed("==", b, const_int(-1))
@@ -282,7 +284,7 @@ def _lower_const(cx, instr):
         return ir.Constant(I1, int(value))
     if key == "char":
         if len(value) != 1:
-            cx.fail("char must have one character")
+            cx.fail(M.CONST_CHAR_LENGTH)
             return None
         return ir.Constant(I32, ord(value))
     raise AssertionError(key)
@@ -317,7 +319,7 @@ def _lower_print(cx, instr):
 def _lower_alloc(cx, instr, n):
     key = type_key(instr.get("type"))
     if kind(key) != "ptr":
-        cx.fail("cannot allocate non-pointer type " + js_type_text(instr.get("type")))
+        cx.fail(M.text(M.ALLOC_NON_POINTER, type=js_type_text(instr.get("type"))))
         return None
     rid = cx.b.call(cx.rt.fn("brt_alloc"), [n, const_int(cell_size(key[1]))])
     return cx.make_pointer(rid, const_int(0))
@@ -561,7 +563,7 @@ class Lowering:
         op = instr.get("op")
         info = OPS.get(op)
         if info is None:
-            self.fail(f"unknown opcode {op}")
+            self.fail(M.text(M.UNKNOWN_OPCODE, op=op))
             return
         if op in UNSUPPORTED:
             raise Unsupported(UNSUPPORTED[op], self.func_name)
@@ -573,7 +575,7 @@ class Lowering:
         else:
             args = instr.get("args") or []
             if len(args) != len(info.args):
-                self.fail(f"{op} takes {len(info.args)} argument(s); got {len(args)}")
+                self.fail(argcount_message(op, len(info.args), len(args)))
                 return
             values, arg_types = [], []
             for i, (name, want) in enumerate(zip(args, info.args)):
@@ -653,14 +655,14 @@ class Lowering:
                 return None          # `id`: any type
             elem = earlier[0][1]
             if kind(have) != kind(elem):
-                return f"store argument 1 must be a {js_type_text(_json_type(elem))}"
+                return M.text(M.STORE_KIND, type=js_type_text(_json_type(elem)))
             if have != elem:
                 raise Unsupported(f"storing a value of type {type_text(have)} through a "
                                   f"{type_text(earlier[0])}", self.func_name)
             return None
         if kind(have) == want:
             return None
-        return f"{op} argument {i} must be a {'Pointer' if want == 'ptr' else want}"
+        return operand_message(op, i, want)
 
 
 def _bril_type_text(typ):
@@ -824,14 +826,14 @@ class FunctionLowering(Lowering):
     def read_var(self, name, instr, i):
         slot = self.slots.get(name)
         if slot is None:
-            self.fail(f"undefined variable {name}")
+            self.fail(M.text(M.UNDEFINED_VARIABLE, name=name))
             return None
         flag = self.flags.get(name)
         if flag is not None:
             unbound = self.info.types.arg_unbound.get(id(instr), ())
             if i < len(unbound) and unbound[i]:
                 self.check(self.b.load(flag, typ=I1),
-                           lambda: self.raise_error(f"undefined variable {name}"))
+                           lambda: self.raise_error(M.text(M.UNDEFINED_VARIABLE, name=name)))
         return self.b.load(slot, typ=slot.allocated_type)
 
     def write(self, name, value):
@@ -886,7 +888,7 @@ class FunctionLowering(Lowering):
             return
         top = bld.load(self.spec_top, typ=PTR)
         self.check(bld.icmp_unsigned("!=", top, ir.Constant(PTR, None)),
-                   lambda: self.raise_error("abort in non-speculative state"))
+                   lambda: self.raise_error(M.ABORT_OUTSIDE))
         self.restore(top)
         self.pop_snapshot(top)
         bld.branch(self.target(t))
@@ -920,19 +922,18 @@ class FunctionLowering(Lowering):
         raises it in every caller), except in @main, which the run time calls."""
         info = self.info
         if info.ret_type is not None and not self.program.is_main(info):
-            self.fail(f"non-void function (type: {type_text(info.ret_type)}) "
-                      f"doesn't return anything")
+            self.fail(M.text(M.NONVOID_NO_VALUE, type=type_text(info.ret_type)))
         self.emit_return(None)
 
     def implicit_return(self):
-        self.not_speculating("implicit return in speculative state")
+        self.not_speculating(M.IMPLICIT_RETURN_IN_SPECULATION)
         self.returns_nothing()
 
     def ret(self, instr):
-        self.not_speculating("ret not allowed during speculation")
+        self.not_speculating(M.RET_IN_SPECULATION)
         args = instr.get("args") or []
         if len(args) > 1:
-            self.fail(f"ret takes 0 or 1 argument(s); got {len(args)}")
+            self.fail(M.text(M.RET_ARGCOUNT, found=len(args)))
             return None
         if not args:
             self.returns_nothing()
@@ -955,11 +956,10 @@ class FunctionLowering(Lowering):
 
     def call(self, instr):
         bld = self.b
-        self.not_speculating("call not allowed during speculation")
+        self.not_speculating(M.CALL_IN_SPECULATION)
         funcs = instr.get("funcs")
         if not funcs:
-            self.fail("missing functions; expected at least 1" if funcs is None
-                      else f"expecting 1 functions; found {len(funcs)}")
+            self.fail(call_funcs_message(funcs))
             return None
         callee = self.program.resolve(self.info.index, funcs[0])
         if isinstance(callee, str):
@@ -967,7 +967,7 @@ class FunctionLowering(Lowering):
             return None
         args = instr.get("args") or []
         if len(args) != len(callee.params):
-            self.fail(f"function expected {len(callee.params)} arguments, got {len(args)}")
+            self.fail(M.text(M.ARITY, expected=len(callee.params), found=len(args)))
             return None
         values = []
         for i, (name, param) in enumerate(zip(args, callee.params)):
@@ -976,7 +976,7 @@ class FunctionLowering(Lowering):
                 return None
             have, want = self.var_type(name), callee.var_types[param]
             if kind(have) != kind(want):
-                self.fail("function argument type mismatch")
+                self.fail(M.ARGUMENT_MISMATCH)
                 return None
             if have != want:
                 raise Unsupported(f"passing a value of type {type_text(have)} as a "
@@ -989,20 +989,20 @@ class FunctionLowering(Lowering):
         if dest is None:
             if ftype is not None:
                 # A typed callee returned a value (it fails inside if it returns none).
-                self.fail("unexpected value returned without destination")
+                self.fail(M.VALUE_WITHOUT_DEST)
             return None
         if "type" not in instr:
-            self.fail("function call must include a type if it has a destination")
+            self.fail(M.UNTYPED_DEST)
             return None
         itype = self.var_type(dest)
         if ftype is None:
-            self.fail(f"non-void function (type: {js_type_text(None)}) doesn't return anything")
+            self.fail(nonvoid_message(None))
             return None
         if kind(itype) != kind(ftype):
-            self.fail("type of value returned by function does not match destination type")
+            self.fail(M.RESULT_MISMATCH)
             return None
         if not type_cmp(_json_type(itype), _json_type(ftype)):
-            self.fail("type of value returned by function does not match declaration")
+            self.fail(M.DECLARATION_MISMATCH)
             return None
         self.write(dest, result)
         return None
@@ -1050,7 +1050,7 @@ class FunctionLowering(Lowering):
         bld = self.b
         top = bld.load(self.spec_top, typ=PTR)
         self.check(bld.icmp_unsigned("!=", top, ir.Constant(PTR, None)),
-                   lambda: self.raise_error("commit in non-speculative state"))
+                   lambda: self.raise_error(M.COMMIT_OUTSIDE))
         self.pop_snapshot(top)
         return None
 

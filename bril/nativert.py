@@ -51,7 +51,9 @@ def _built(kind, flags, suffix):
     if cc is None:
         raise BrilError("no C compiler found (install cc or set CC)")
     from .codecache import CodeCache, sha256
-    key = sha256(_runtime_source() + b"\0" + cc.encode() + b"\0"
+    from .messages import c_header
+    header = c_header()
+    key = sha256(_runtime_source() + b"\0" + header.encode() + b"\0" + cc.encode() + b"\0"
                  + " ".join(flags).encode()).hexdigest()
     cache = CodeCache()
     path = cache.entry_path(kind, key)
@@ -60,8 +62,10 @@ def _built(kind, flags, suffix):
     import tempfile
     folder = tempfile.mkdtemp(prefix="bril-runtime-")
     out = os.path.join(folder, "brilrt" + suffix)
-    run_tool([cc, *flags, "-o", out, RUNTIME_SOURCE, *(["-lm"] if suffix == ".so" else [])],
-             "compiling the run-time library")
+    with open(os.path.join(folder, "brilrt_messages.h"), "w") as fh:
+        fh.write(header)                # the runtime's messages (bril.messages)
+    run_tool([cc, *flags, "-I", folder, "-o", out, RUNTIME_SOURCE,
+              *(["-lm"] if suffix == ".so" else [])], "compiling the run-time library")
     with open(out, "rb") as fh:
         data = fh.read()
     if cache.put(kind, key, data):
@@ -275,3 +279,9 @@ def _host_identity():
     except OSError:
         pass
     return "\n".join(parts)
+
+
+if __name__ == "__main__":
+    # The run-time library object, for linking `brilc -c` output by hand.
+    print(runtime_object())
+

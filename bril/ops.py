@@ -16,6 +16,7 @@ Types in signatures: 'int', 'bool', 'float', 'char', 'ptr' (any pointer),
 
 import math
 
+from . import messages as M
 from .errors import BrilError
 
 INT_MIN = -(1 << 63)
@@ -35,7 +36,7 @@ def wrap64(x):
 def idiv(a, b):
     """Bril `div`: truncates toward zero, wraps INT_MIN / -1, errors on zero."""
     if b == 0:
-        raise BrilError("division by zero")
+        raise BrilError(M.DIVISION_BY_ZERO)
     q = abs(a) // abs(b)
     if (a < 0) != (b < 0):
         q = -q
@@ -56,7 +57,7 @@ def fdiv(a, b):
 
 def int2char(i):
     if i < 0 or i > 0x10FFFF or 0xD7FF < i < 0xE000:
-        raise BrilError(f"value {i} cannot be converted to char")
+        raise BrilError(M.text(M.BAD_CHAR, value=i))
     return chr(i)
 
 

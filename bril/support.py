@@ -1,12 +1,15 @@
 """Run-time support shared by the Python tiers (the cold tier and generated code).
 
-What an operand check raises, what a call's result checks say, how many
-operands each op takes: written once here, read by `bril.cold` (which checks
-at run time) and `bril.codegen` (which emits the checks it cannot prove
-unnecessary), so both tiers fail with the same message at the same point.
+The operand checks, the messages of calls (from `bril.messages`), how many
+operands each op takes: read by `bril.cold` (which checks at run time) and
+`bril.codegen` (which emits the checks it cannot prove unnecessary), so both
+tiers fail with the same message at the same point.
 """
 
+from . import messages as M
 from .errors import BrilError
+from .messages import (ARGUMENT_MISMATCH, DECLARATION_MISMATCH,  # noqa: F401 (for the tiers)
+                       RESULT_MISMATCH, UNTYPED_DEST, VALUE_WITHOUT_DEST, VOID_IN_VALUE_CALL)
 from .ops import OPS
 from .values import js_type_text
 
@@ -21,34 +24,26 @@ CHECKERS = {"int": "_cint", "bool": "_cbool", "float": "_cfloat", "char": "_ccha
 
 def operand_message(op, i, kind):
     """What the reference says when operand i of op is not of `kind`."""
-    return f"{op} argument {i} must be a {'Pointer' if kind == 'ptr' else kind}"
+    return M.text(M.OPERAND_KIND, op=op, i=i, kind="Pointer" if kind == "ptr" else kind)
 
 
 def argcount_message(op, expected, found):
-    return f"{op} takes {expected} argument(s); got {found}"
+    return M.text(M.ARGCOUNT, op=op, expected=expected, found=found)
 
 
 def nonvoid_message(ftype):
-    return f"non-void function (type: {js_type_text(ftype)}) doesn't return anything"
-
-
-ARGUMENT_MISMATCH = "function argument type mismatch"
-RESULT_MISMATCH = "type of value returned by function does not match destination type"
-DECLARATION_MISMATCH = "type of value returned by function does not match declaration"
-VOID_IN_VALUE_CALL = "function with void return type used in value call"
-UNTYPED_DEST = "function call must include a type if it has a destination"
-VALUE_WITHOUT_DEST = "unexpected value returned without destination"
+    return M.text(M.NONVOID_NO_VALUE, type=js_type_text(ftype))
 
 
 def call_funcs_message(funcs):
     """The error of a `call` whose `funcs` is missing or empty."""
     if funcs is None:
-        return "missing functions; expected at least 1"
-    return f"expecting 1 functions; found {len(funcs)}"
+        return M.MISSING_FUNCS
+    return M.text(M.FUNCS_COUNT, found=len(funcs))
 
 
 def arity_message(params, args):
-    return f"function expected {len(params)} arguments, got {len(args)}"
+    return M.text(M.ARITY, expected=len(params), found=len(args))
 
 
 def decl_kind(typ):
@@ -61,7 +56,7 @@ def decl_kind(typ):
 
 
 def unknown_type_message(typ):
-    return f"unknown type {js_type_text(typ)}"
+    return M.text(M.UNKNOWN_TYPE, type=js_type_text(typ))
 
 
 # --- the checking helpers ------------------------------------------------------------
@@ -85,7 +80,7 @@ cptr = _checker("ptr", tuple)
 
 
 def unknown_type(v, text):
-    raise BrilError(f"unknown type {text}")
+    raise BrilError(M.text(M.UNKNOWN_TYPE, type=text))
 
 
 CHECK_FUNCTIONS = {"_cint": cint, "_cbool": cbool, "_cfloat": cfloat, "_cchar": cchar,

@@ -16,6 +16,7 @@ from zero; pointers print as JavaScript prints an object.
 
 import math
 
+from . import messages as M
 from .errors import BrilError
 
 
@@ -106,12 +107,12 @@ def const_value(instr):
             except OverflowError:
                 return math.inf if v > 0 else -math.inf
         if isinstance(v, float) and (v != v or v in (math.inf, -math.inf)):
-            raise BrilError(f"cannot convert {v} to an int")
+            raise BrilError(M.text(M.CONST_NOT_INT, value=v))
         n = math.floor(v)
         return ((n - INT_MIN) & ((1 << 64) - 1)) + INT_MIN
     if isinstance(v, str):
         if len(v) != 1:
-            raise BrilError("char must have one character")
+            raise BrilError(M.CONST_CHAR_LENGTH)
         return v
     return UNSET
 
@@ -139,7 +140,7 @@ def format_value(v):
     if t is tuple:
         return OBJECT_TEXT
     if v is UNDEF:
-        raise BrilError("print of undefined value")
+        raise BrilError(M.PRINT_UNDEFINED)
     raise BrilError(f"cannot print value {v!r}")
 
 
@@ -262,11 +263,11 @@ def parse_int_arg(s):
         if isinstance(x, int):
             n = x
         elif x != x or x in (math.inf, -math.inf) or x != math.floor(x):
-            raise BrilError(f"int argument to main must be an integer; got {s}")
+            raise BrilError(M.text(M.MAIN_INT, text=s))
         else:
             n = int(x)
     if not INT_MIN <= n <= INT_MAX:
-        raise BrilError(f"int argument to main is out of the 64-bit range; got {s}")
+        raise BrilError(M.text(M.MAIN_INT_RANGE, text=s))
     return n
 
 
@@ -275,7 +276,7 @@ def parse_float_arg(s):
     f2 = js_number(s)
     if f == f and f == f2:
         return f
-    raise BrilError(f"float argument to main must not be 'NaN'; got {s}")
+    raise BrilError(M.text(M.MAIN_FLOAT, text=s))
 
 
 def parse_bool_arg(s):
@@ -283,13 +284,13 @@ def parse_bool_arg(s):
         return True
     if s == "false":
         return False
-    raise BrilError(f"boolean argument to main must be 'true'/'false'; got {s}")
+    raise BrilError(M.text(M.MAIN_BOOL, text=s))
 
 
 def parse_char_arg(s):
     if len(s) == 1:
         return s
-    raise BrilError(f"char argument to main must have one character; got {s}")
+    raise BrilError(M.text(M.MAIN_CHAR, text=s))
 
 
 _ARG_PARSERS = {
@@ -308,8 +309,7 @@ def parse_main_args(params, argv):
     `params` is the function's "args" list.  A parameter of another type (any,
     pointers) is left unset, as the reference does: it is `MISSING` in the result."""
     if len(argv) != len(params):
-        raise BrilError(
-            f"mismatched main argument arity: expected {len(params)}; got {len(argv)}")
+        raise BrilError(M.text(M.MAIN_ARITY, expected=len(params), found=len(argv)))
     values = []
     for p, s in zip(params, argv):
         typ = p.get("type")

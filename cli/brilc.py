@@ -26,7 +26,8 @@ options:
   -o OUT        output file (default: an executable `a.out`, or FILE's name without
                 its suffix; `-c`: OUT.o; `--emit-llvm`: standard output)
   --emit-llvm   write LLVM IR text (optimised at the -O level) instead
-  -c            write an object file instead (link it with brilrt.c yourself)
+  -c            write an object file instead (link it with the run-time library,
+                the object `python -m bril.nativert` prints the path of)
   -O LEVEL      optimisation level 0-3 (default 2)
   --no-count    leave out the dynamic instruction count (the executable then
                 refuses -p); slightly faster code

@@ -46,6 +46,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+/* The messages, from bril/messages.py (written next to this file when it is built). */
+#include "brilrt_messages.h"
+
 #define NORETURN __attribute__((noreturn))
 
 /* --- errors ------------------------------------------------------------------------ */
@@ -171,7 +174,7 @@ static void out_reserve(size_t n) {
     char *p = realloc(out_buf, cap);
     if (!p) {
         out_len = 0;            /* out of memory: drop the output rather than crash */
-        brt_fail("out of memory");
+        brt_fail(BRT_MSG_OUT_OF_MEMORY);
     }
     out_buf = p;
     out_cap = cap;
@@ -331,16 +334,16 @@ void brt_print_newline(void) {
 /* --- run-time errors the generated code raises ------------------------------------- */
 
 NORETURN void brt_fail_access(int64_t region, int64_t offset) {
-    failf("Uninitialized heap location %lld and/or illegal offset %lld", (long long)region,
+    failf(BRT_MSG_BAD_ACCESS, (long long)region,
           (long long)offset);
 }
 
 NORETURN void brt_fail_uninit(const char *name) {
-    failf("Pointer %s points to uninitialized data", name);
+    failf(BRT_MSG_UNINITIALIZED, name);
 }
 
 NORETURN void brt_fail_char(int64_t value) {
-    failf("value %lld cannot be converted to char", (long long)value);
+    failf(BRT_MSG_BAD_CHAR, (long long)value);
 }
 
 /* --- the heap ------------------------------------------------------------------------ */
@@ -410,7 +413,7 @@ static void free_log_add(int64_t region) {
     if (brt_freed_len == freed_cap) {
         int64_t cap = freed_cap ? freed_cap * 2 : 256;
         int64_t *p = realloc(brt_freed, (size_t)cap * sizeof *p);
-        if (!p) brt_fail("out of memory");
+        if (!p) brt_fail(BRT_MSG_OUT_OF_MEMORY);
         brt_freed = p;
         freed_cap = cap;
     }
@@ -419,15 +422,15 @@ static void free_log_add(int64_t region) {
 #endif
 
 int64_t brt_alloc(int64_t amount, int64_t cell_size) {
-    if (amount <= 0) failf("must allocate a positive amount of memory: %lld <= 0", (long long)amount);
-    if (amount > MAX_REGION) failf("cannot allocate %lld entries", (long long)amount);
+    if (amount <= 0) failf(BRT_MSG_ALLOC_NOT_POSITIVE, (long long)amount);
+    if (amount > MAX_REGION) failf(BRT_MSG_ALLOC_TOO_LARGE, (long long)amount);
     if (region_count == region_cap) {
         region_cap = region_cap ? region_cap * 2 : 1024;
         brt_regions = realloc(brt_regions, (size_t)region_cap * sizeof *brt_regions);
-        if (!brt_regions) brt_fail("out of memory");
+        if (!brt_regions) brt_fail(BRT_MSG_OUT_OF_MEMORY);
     }
     unsigned char *data = block_alloc((size_t)amount, (size_t)cell_size);
-    if (!data) failf("cannot allocate %lld entries", (long long)amount);
+    if (!data) failf(BRT_MSG_ALLOC_TOO_LARGE, (long long)amount);
     int64_t id = region_count++;
     brt_regions[id].data = data;
     brt_regions[id].len = amount;
@@ -437,8 +440,7 @@ int64_t brt_alloc(int64_t amount, int64_t cell_size) {
 
 void brt_free(int64_t region, int64_t offset) {
     if (offset != 0 || brt_regions[region].data == NULL)
-        failf("Tried to free illegal memory location base: %lld, offset: %lld. Offset must be 0.",
-              (long long)region, (long long)offset);
+        failf(BRT_MSG_BAD_FREE, (long long)region, (long long)offset);
     block_free(brt_regions[region].data);
     brt_regions[region].data = NULL;
     brt_regions[region].len = 0;
@@ -478,8 +480,7 @@ int64_t brt_py_alloc(int64_t amount, int64_t cell_size, int64_t *id) {
 /* Free from Python (which drops its views itself: not logged in brt_freed). */
 int64_t brt_py_free(int64_t region, int64_t offset) {
     if (region < 0 || region >= region_count || offset != 0 || brt_regions[region].data == NULL) {
-        snprintf(error_message, sizeof error_message,
-                 "Tried to free illegal memory location base: %lld, offset: %lld. Offset must be 0.",
+        snprintf(error_message, sizeof error_message, BRT_MSG_BAD_FREE,
                  (long long)region, (long long)offset);
         return -1;
     }
@@ -517,7 +518,7 @@ void brt_heap_reset(void) {
 #define MAX_CALL_DEPTH 200000
 
 NORETURN void brt_fail_depth(void) {
-    failf("recursion too deep (more than %d nested calls)", MAX_CALL_DEPTH);
+    failf(BRT_MSG_RECURSION, (long long)MAX_CALL_DEPTH);
 }
 
 /* --- @main arguments (bril/values.py parse_*_arg, JavaScript's Number/parseFloat) ------ */
@@ -681,7 +682,7 @@ int64_t brt_arg_int(const char *s) {
         uint64_t v = 0, limit = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
         for (size_t j = i; j < t.n; j++) {
             uint64_t d = t.cp[j] - '0';
-            if (v > (limit - d) / 10) failf("int argument to main is out of the 64-bit range; got %s", s);
+            if (v > (limit - d) / 10) failf(BRT_MSG_MAIN_INT_RANGE, s);
             v = v * 10 + d;
         }
         free(store);
@@ -692,14 +693,14 @@ int64_t brt_arg_int(const char *s) {
     int overflow;
     if (js_number(t, &num, &big, &overflow)) {
         if (overflow || big > (uint64_t)INT64_MAX)
-            failf("int argument to main is out of the 64-bit range; got %s", s);
+            failf(BRT_MSG_MAIN_INT_RANGE, s);
         free(store);
         return (int64_t)big;
     }
     if (isnan(num) || isinf(num) || num != floor(num))
-        failf("int argument to main must be an integer; got %s", s);
+        failf(BRT_MSG_MAIN_INT, s);
     if (num >= 9223372036854775808.0 || num < -9223372036854775808.0)
-        failf("int argument to main is out of the 64-bit range; got %s", s);
+        failf(BRT_MSG_MAIN_INT_RANGE, s);
     free(store);
     return (int64_t)num;
 }
@@ -719,7 +720,7 @@ double brt_arg_float(const char *s) {
         ok = !isnan(f) && !overflow && (double)big == f && big == (uint64_t)f;
     else
         ok = !isnan(f) && f == num;
-    if (!ok) failf("float argument to main must not be 'NaN'; got %s", s);
+    if (!ok) failf(BRT_MSG_MAIN_FLOAT, s);
     free(store);
     return f;
 }
@@ -727,14 +728,14 @@ double brt_arg_float(const char *s) {
 int32_t brt_arg_bool(const char *s) {
     if (strcmp(s, "true") == 0) return 1;
     if (strcmp(s, "false") == 0) return 0;
-    failf("boolean argument to main must be 'true'/'false'; got %s", s);
+    failf(BRT_MSG_MAIN_BOOL, s);
 }
 
 int32_t brt_arg_char(const char *s) {
     uint32_t *store;
     text t;
     arg_text(s, &t, &store);
-    if (t.n != 1) failf("char argument to main must have one character; got %s", s);
+    if (t.n != 1) failf(BRT_MSG_MAIN_CHAR, s);
     int32_t c = (int32_t)t.cp[0];
     free(store);
     return c;
@@ -742,7 +743,7 @@ int32_t brt_arg_char(const char *s) {
 
 void brt_check_arity(int64_t expected, int64_t got) {
     if (expected != got)
-        failf("mismatched main argument arity: expected %lld; got %lld", (long long)expected,
+        failf(BRT_MSG_MAIN_ARITY, (long long)expected,
               (long long)got);
 }
 
@@ -821,7 +822,7 @@ int main(int argc, char **argv) {
     } else {
         pthread_join(thread, NULL);
     }
-    if (live_regions != 0) brt_fail("Some memory locations have not been freed by end of execution.");
+    if (live_regions != 0) brt_fail(BRT_MSG_LEAK);
     out_flush();
     if (profile) fprintf(stderr, "total_dyn_inst: %lld\n", (long long)brt_dyn_count);
     return 0;
