@@ -9,7 +9,7 @@ block index names the same block in all of them (on-stack replacement moves
 an activation between tiers by it).
 """
 
-BLOCK_ENDERS = ("jmp", "br", "ret", "guard")
+from .ops import BLOCK_ENDERS  # noqa: F401 (also read from here)
 
 
 class Block:

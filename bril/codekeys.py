@@ -21,6 +21,7 @@ import os
 import sys
 
 from .codecache import sha256
+from .ops import STATEFUL_OPS, TERMINATORS
 
 FORMAT = "bril-py-1"
 # Our modules whose text decides what code is generated.
@@ -55,7 +56,7 @@ def generator_digest():
     return _generator_digest
 
 
-_NOT_INLINED = {"speculate", "commit", "guard", "phi", "set", "get", "undef"}
+_NOT_INLINED = STATEFUL_OPS     # (the code generator never inlines them)
 
 
 def _may_inline(func):
@@ -83,7 +84,7 @@ def _may_inline(func):
         if op in ("jmp", "br"):
             for lab in dict.fromkeys(ins.get("labels") or ()):
                 preds[lab] = preds.get(lab, 0) + 1
-        falls = op not in ("jmp", "br", "ret")
+        falls = op not in TERMINATORS
     return all(n <= 1 for n in preds.values())
 
 

@@ -44,6 +44,7 @@ import os
 import time
 
 from .errors import BrilError
+from .ops import SSA_OPS
 from .resume import Slots, json_type, marshal_source
 
 DEFAULT_HOT = 1000
@@ -84,7 +85,7 @@ _NOT_NATIVE = object()
 # JIT compile the whole function first.
 CALLS_FOR_WHOLE = 8
 
-_SKIP_OPS = {"phi", "set", "get", "undef"}
+_SKIP_OPS = SSA_OPS             # (phi state and ssa2 shadows stay interpreted)
 
 
 _PY_TYPE = {"int": int, "bool": bool, "float": float, "char": str, "ptr": tuple}

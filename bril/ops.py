@@ -92,10 +92,12 @@ class Op:
     """One op's row of the table (a plain class: `dataclasses` costs start-up time)."""
 
     __slots__ = ("name", "ext", "kind", "args", "result", "labels", "funcs", "py", "pure",
-                 "may_trap", "commutative", "optional_result", "py_nonneg")
+                 "may_trap", "commutative", "optional_result", "py_nonneg", "effect",
+                 "negated", "swapped")
 
     def __init__(self, name, ext, kind, args, result, labels=0, funcs=0, py=None, pure=False,
-                 may_trap=False, commutative=False, optional_result=False, py_nonneg=None):
+                 may_trap=False, commutative=False, optional_result=False, py_nonneg=None,
+                 effect=None, negated=None, swapped=None):
         self.name = name
         self.ext = ext                # extension: core, float, mem, char, ssa, ssa2, spec, bitcast
         self.kind = kind              # 'value', 'effect', 'control' (changes control flow) or 'const'
@@ -111,6 +113,13 @@ class Op:
         # A cheaper template, valid when operand 0 is >= 0 and every other operand >= 1
         # (engines use it when they can prove or cheaply test that).
         self.py_nonneg = py_nonneg
+        # What it does that other code can observe: 'output' (print), 'heap' (writes
+        # or changes memory), 'call'; None for none.
+        self.effect = effect
+        # Comparisons: the op that holds when this one does not (`lt` -> `ge`), and the
+        # one that holds with the operands swapped (`lt` -> `gt`).
+        self.negated = negated
+        self.swapped = swapped
 
     @property
     def is_value(self):
@@ -132,44 +141,44 @@ _TABLE = [
     Op("div", "core", "value", ("int", "int"), "int", py="idiv({0}, {1})", may_trap=True,
        py_nonneg="({0} // {1})"),
     # core comparisons and logic
-    _arith("eq", "core", "int", "({0} == {1})", "bool", commutative=True),
-    _arith("lt", "core", "int", "({0} < {1})", "bool"),
-    _arith("gt", "core", "int", "({0} > {1})", "bool"),
-    _arith("le", "core", "int", "({0} <= {1})", "bool"),
-    _arith("ge", "core", "int", "({0} >= {1})", "bool"),
+    _arith("eq", "core", "int", "({0} == {1})", "bool", negated=None, swapped="eq", commutative=True),
+    _arith("lt", "core", "int", "({0} < {1})", "bool", negated="ge", swapped="gt"),
+    _arith("gt", "core", "int", "({0} > {1})", "bool", negated="le", swapped="lt"),
+    _arith("le", "core", "int", "({0} <= {1})", "bool", negated="gt", swapped="ge"),
+    _arith("ge", "core", "int", "({0} >= {1})", "bool", negated="lt", swapped="le"),
     Op("not", "core", "value", ("bool",), "bool", py="(not {0})", pure=True),
     _arith("and", "core", "bool", "({0} and {1})", commutative=True),
     _arith("or", "core", "bool", "({0} or {1})", commutative=True),
     Op("id", "core", "value", ("T",), "T", py="{0}", pure=True),
     Op("const", "core", "const", (), "T", pure=True),
     Op("nop", "core", "effect", (), None, pure=True),
-    Op("print", "core", "effect", None, None),
+    Op("print", "core", "effect", None, None, effect="output"),
     Op("jmp", "core", "control", (), None, labels=1),
     Op("br", "core", "control", ("bool",), None, labels=2),
     Op("ret", "core", "control", None, None),
-    Op("call", "core", "effect", None, None, funcs=1, optional_result=True),
+    Op("call", "core", "effect", None, None, funcs=1, optional_result=True, effect="call"),
     # float
     _arith("fadd", "float", "float", "({0} + {1})", commutative=True),
     _arith("fmul", "float", "float", "({0} * {1})", commutative=True),
     _arith("fsub", "float", "float", "({0} - {1})"),
     _arith("fdiv", "float", "float", "fdiv({0}, {1})"),
-    _arith("feq", "float", "float", "({0} == {1})", "bool", commutative=True),
-    _arith("flt", "float", "float", "({0} < {1})", "bool"),
-    _arith("fgt", "float", "float", "({0} > {1})", "bool"),
-    _arith("fle", "float", "float", "({0} <= {1})", "bool"),
-    _arith("fge", "float", "float", "({0} >= {1})", "bool"),
+    _arith("feq", "float", "float", "({0} == {1})", "bool", negated=None, swapped="feq", commutative=True),
+    _arith("flt", "float", "float", "({0} < {1})", "bool", negated=None, swapped="fgt"),
+    _arith("fgt", "float", "float", "({0} > {1})", "bool", negated=None, swapped="flt"),
+    _arith("fle", "float", "float", "({0} <= {1})", "bool", negated=None, swapped="fge"),
+    _arith("fge", "float", "float", "({0} >= {1})", "bool", negated=None, swapped="fle"),
     # memory (templates live in the engine: they need the heap)
-    Op("alloc", "mem", "value", ("int",), "ptr", may_trap=True),
-    Op("free", "mem", "effect", ("ptr",), None, may_trap=True),
-    Op("store", "mem", "effect", ("ptr", "T"), None, may_trap=True),
+    Op("alloc", "mem", "value", ("int",), "ptr", may_trap=True, effect="heap"),
+    Op("free", "mem", "effect", ("ptr",), None, may_trap=True, effect="heap"),
+    Op("store", "mem", "effect", ("ptr", "T"), None, may_trap=True, effect="heap"),
     Op("load", "mem", "value", ("ptr",), "T", may_trap=True),
     Op("ptradd", "mem", "value", ("ptr", "int"), "ptr", pure=True),
     # char
-    _arith("ceq", "char", "char", "({0} == {1})", "bool", commutative=True),
-    _arith("clt", "char", "char", "({0} < {1})", "bool"),
-    _arith("cle", "char", "char", "({0} <= {1})", "bool"),
-    _arith("cgt", "char", "char", "({0} > {1})", "bool"),
-    _arith("cge", "char", "char", "({0} >= {1})", "bool"),
+    _arith("ceq", "char", "char", "({0} == {1})", "bool", negated=None, swapped="ceq", commutative=True),
+    _arith("clt", "char", "char", "({0} < {1})", "bool", negated="cge", swapped="cgt"),
+    _arith("cle", "char", "char", "({0} <= {1})", "bool", negated="cgt", swapped="cge"),
+    _arith("cgt", "char", "char", "({0} > {1})", "bool", negated="cle", swapped="clt"),
+    _arith("cge", "char", "char", "({0} >= {1})", "bool", negated="clt", swapped="cle"),
     Op("char2int", "char", "value", ("char",), "int", py="char2int({0})", pure=True),
     Op("int2char", "char", "value", ("int",), "char", py="int2char({0})", may_trap=True),
     # bitcast
@@ -194,7 +203,22 @@ OPS = {op.name: op for op in _TABLE}
 # when evaluation succeeds.
 FOLDABLE = {name for name, op in OPS.items() if op.py is not None}
 
-TERMINATORS = {"jmp", "br", "ret"}
+# Sets every tool derives from the table (never listed by hand elsewhere).
+TERMINATORS = {"jmp", "br", "ret"}                  # end a block; nothing falls through
+BLOCK_ENDERS = TERMINATORS | {"guard"}              # end a basic block
+SPECULATION_OPS = frozenset(n for n, op in OPS.items() if op.ext == "spec")
+SSA_OPS = frozenset(n for n, op in OPS.items() if op.ext in ("ssa", "ssa2"))
+# State beyond a function's variables (open speculations, phi's labels, ssa2
+# shadows): code holding these is not inlined, nor handed to native regions.
+STATEFUL_OPS = SPECULATION_OPS | SSA_OPS
+# Effects another part of the program can observe (output, the heap).
+EFFECT_OPS = frozenset(n for n, op in OPS.items() if op.effect in ("output", "heap"))
+# Integer comparisons (with `negated`/`swapped` in their rows).
+INT_COMPARISONS = frozenset(n for n, op in OPS.items() if op.ext == "core"
+                            and op.swapped is not None)
+# Integer arithmetic that wraps around to 64 bits.
+WRAPPING_OPS = frozenset(n for n, op in OPS.items()
+                         if op.py is not None and op.py.startswith("wrap64("))
 
 
 _compiled = {}

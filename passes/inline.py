@@ -31,6 +31,7 @@ Reusable pieces (the tracer inlines callee blocks the same way):
 
 from bril.cfg import CFG, NameSupply, label_names, variable_names
 from bril.dataflow import uses
+from bril import ops
 from .safety import SPEC_OPS, FunctionFacts, copy_program, ops_in, trusted_kinds, kind, well_formed
 
 INLINE_LIMIT = 60           # callee instructions
@@ -288,7 +289,7 @@ def can_inline(call, info, caller_kinds, defined):
 
 # A failing `load` names its pointer variable in the error message, which
 # renaming would change; callees with loads stay calls.
-_AVOID_IN_CALLEE = SPEC_OPS | {"phi", "set", "get", "load"}
+_AVOID_IN_CALLEE = ops.STATEFUL_OPS | {"load"}
 
 
 def inline(prog):

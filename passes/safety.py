@@ -24,8 +24,7 @@ from bril import ops
 from bril.dataflow import defined_vars, defined_before_each, dest, uses
 from .values import const_of
 
-SPEC_OPS = frozenset({"speculate", "commit", "guard"})
-SSA2_OPS = frozenset({"set", "get"})
+SPEC_OPS = ops.SPECULATION_OPS
 
 
 def ops_in(func):
