@@ -22,6 +22,7 @@ memoryviews over their cells, shared with code compiled by the JIT.
 
 from . import messages as M
 from .errors import BrilError
+from .ops import INT_MAX, INT_MIN, wrap64
 from .values import js_type_text
 
 # Bit masks of value kinds a region accepts in `store` (the reference's typeCheck
@@ -201,8 +202,6 @@ def region_kind_mismatch(ptr, kind):
 # element kind -> (memoryview format of the cells, cell size in bytes)
 NATIVE_FORMATS = {"int": ("q", 8), "float": ("d", 8), "bool": ("?", 1), "char": ("i", 4),
                   "ptr": ("q", 16)}
-_INT64_MIN = -(1 << 63)
-_INT64_MAX = (1 << 63) - 1
 _PyBUF_WRITE = 0x200
 
 # Set by _native_setup() (ctypes is imported only when a NativeHeap is made, to keep
@@ -228,11 +227,6 @@ def elem_kind(elem):
     if isinstance(elem, dict) and "ptr" in elem:
         return "ptr"
     return elem if isinstance(elem, str) and elem in NATIVE_FORMATS else None
-
-
-def wrap64(n):
-    """n as a signed 64-bit integer (wrapping)."""
-    return ((n - _INT64_MIN) & 0xFFFFFFFFFFFFFFFF) + _INT64_MIN
 
 
 class _ElemInfo:
@@ -374,7 +368,7 @@ class NativeHeap:
     def to_pair(ptr):
         """(region id, offset) of a Python pointer, as native code holds it."""
         off = ptr[1]
-        if not _INT64_MIN <= off <= _INT64_MAX:
+        if not INT_MIN <= off <= INT_MAX:
             off = wrap64(off)
         return ptr[2].base, off
 

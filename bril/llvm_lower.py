@@ -42,6 +42,7 @@ Structure, with the future JIT in mind:
 """
 
 from . import messages as M
+from .values import UNSET, const_value
 from .support import argcount_message, call_funcs_message, nonvoid_message, operand_message
 from llvmlite import ir
 
@@ -264,30 +265,32 @@ def _lower_int2char(cx, instr, a):
 
 
 def _lower_const(cx, instr):
+    """The value `bril.values.const_value` gives (the interpreter's), as a constant of
+    the destination's type; a value of another kind than the variable's type is
+    beyond native code (the interpreter would hold a value of that other kind)."""
     key = cx.dest_type(instr)
-    value = instr.get("value")
     if key is None:
         return None                             # no destination: nothing to do
-    if "value" not in instr or value is None:
+    try:
+        value = const_value(instr)
+    except BrilError as e:
+        cx.fail(e.message)
+        return None
+    if value is UNSET:
         # No value: the reference stores `undefined`, i.e. the variable becomes unset.
         cx.unset(instr.get("dest"))
         return None
+    have = {bool: "bool", int: "int", float: "float", str: "char"}[type(value)]
+    if have != key:
+        raise Unsupported(f"`const` of a {have} value into a {type_text(key)} variable",
+                          cx.func_name)
     if key == "float":
-        try:
-            return ir.Constant(F64, float(value))
-        except OverflowError:
-            return ir.Constant(F64, float("inf") if value > 0 else float("-inf"))
+        return ir.Constant(F64, value)
     if key == "int":
-        n = value if isinstance(value, int) else int(value // 1)
-        return const_int(((n - INT_MIN) & ((1 << 64) - 1)) + INT_MIN)
+        return const_int(value)
     if key == "bool":
         return ir.Constant(I1, int(value))
-    if key == "char":
-        if len(value) != 1:
-            cx.fail(M.CONST_CHAR_LENGTH)
-            return None
-        return ir.Constant(I32, ord(value))
-    raise AssertionError(key)
+    return ir.Constant(I32, ord(value))
 
 
 _PRINTERS = {"int": "brt_print_int", "float": "brt_print_float", "char": "brt_print_char"}

@@ -18,6 +18,7 @@ import math
 
 from . import messages as M
 from .errors import BrilError
+from .ops import INT_MAX, INT_MIN, wrap64
 
 
 class _Undef:
@@ -87,9 +88,6 @@ def format_float(x):
     return "%.17f" % x
 
 
-INT_MIN = -(1 << 63)
-INT_MAX = (1 << 63) - 1
-
 UNSET = object()        # a `const` without a value: the variable becomes unset (as in the reference)
 
 
@@ -108,8 +106,7 @@ def const_value(instr):
                 return math.inf if v > 0 else -math.inf
         if isinstance(v, float) and (v != v or v in (math.inf, -math.inf)):
             raise BrilError(M.text(M.CONST_NOT_INT, value=v))
-        n = math.floor(v)
-        return ((n - INT_MIN) & ((1 << 64) - 1)) + INT_MIN
+        return wrap64(math.floor(v))
     if isinstance(v, str):
         if len(v) != 1:
             raise BrilError(M.CONST_CHAR_LENGTH)
