@@ -355,21 +355,31 @@ def _lower_ptradd(cx, instr, p, k):
     return bld.insert_value(p, bld.add(bld.extract_value(p, 1), k), 1)
 
 
-LOWER = {
-    # core
-    "add": _binop("add"),
-    "mul": _binop("mul"),
-    "sub": _binop("sub"),
+def _lower_by_table(op):
+    """The lowering the op table gives an op (`Op.llvm`), or its own function."""
+    spec = op.llvm
+    if spec is None:
+        return _OWN_LOWERING[op.name]
+    kind = spec[0]
+    if kind == "binop":
+        return _binop(spec[1])
+    if kind == "icmp":
+        return _icmp(spec[1])
+    if kind == "fcmp":
+        return _fcmp(spec[1])
+    if kind == "unop":
+        return lambda cx, instr, a: getattr(cx.b, spec[1])(a)
+    if kind == "cast":
+        target = SCALARS[spec[2]]
+        return lambda cx, instr, a: getattr(cx.b, spec[1])(a, target)
+    assert kind == "id", spec
+    return lambda cx, instr, a: a
+
+
+# Ops whose lowering is more than one IR instruction, or touches the frame.
+_OWN_LOWERING = {
     "div": _lower_div,
-    "eq": _icmp("=="),
-    "lt": _icmp("<"),
-    "gt": _icmp(">"),
-    "le": _icmp("<="),
-    "ge": _icmp(">="),
-    "not": lambda cx, instr, a: cx.b.not_(a),
-    "and": _binop("and_"),
-    "or": _binop("or_"),
-    "id": lambda cx, instr, a: a,
+    "int2char": _lower_int2char,
     "const": _lower_const,
     "nop": lambda cx, instr: None,
     "print": _lower_print,
@@ -377,34 +387,11 @@ LOWER = {
     "br": lambda cx, instr, c: cx.branch(c),
     "ret": lambda cx, instr: cx.ret(instr),
     "call": lambda cx, instr: cx.call(instr),
-    # float: IEEE arithmetic is what JavaScript does (x/0 is +-Infinity or NaN)
-    "fadd": _binop("fadd"),
-    "fmul": _binop("fmul"),
-    "fsub": _binop("fsub"),
-    "fdiv": _binop("fdiv"),
-    "feq": _fcmp("=="),
-    "flt": _fcmp("<"),
-    "fgt": _fcmp(">"),
-    "fle": _fcmp("<="),
-    "fge": _fcmp(">="),
-    # memory
     "alloc": _lower_alloc,
     "free": _lower_free,
     "store": _lower_store,
     "load": _lower_load,
     "ptradd": _lower_ptradd,
-    # char: code points compare as integers
-    "ceq": _icmp("=="),
-    "clt": _icmp("<"),
-    "cle": _icmp("<="),
-    "cgt": _icmp(">"),
-    "cge": _icmp(">="),
-    "char2int": lambda cx, instr, c: cx.b.zext(c, I64),
-    "int2char": _lower_int2char,
-    # bitcast
-    "bits2float": lambda cx, instr, a: cx.b.bitcast(a, F64),
-    "float2bits": lambda cx, instr, a: cx.b.bitcast(a, I64),
-    # speculation
     "speculate": lambda cx, instr: cx.speculate(),
     "commit": lambda cx, instr: cx.commit(),
     "guard": lambda cx, instr, c: cx.guard(c),
@@ -416,6 +403,8 @@ UNSUPPORTED = {
     "get": "the ssa2 extension (set/get/undef)",
     "undef": "the ssa2 extension (set/get/undef)",
 }
+
+LOWER = {name: _lower_by_table(op) for name, op in OPS.items() if name not in UNSUPPORTED}
 
 
 def produced_type(instr, arg_types):

@@ -93,11 +93,11 @@ class Op:
 
     __slots__ = ("name", "ext", "kind", "args", "result", "labels", "funcs", "py", "pure",
                  "may_trap", "commutative", "optional_result", "py_nonneg", "effect",
-                 "negated", "swapped")
+                 "negated", "swapped", "llvm")
 
     def __init__(self, name, ext, kind, args, result, labels=0, funcs=0, py=None, pure=False,
                  may_trap=False, commutative=False, optional_result=False, py_nonneg=None,
-                 effect=None, negated=None, swapped=None):
+                 effect=None, negated=None, swapped=None, llvm=None):
         self.name = name
         self.ext = ext                # extension: core, float, mem, char, ssa, ssa2, spec, bitcast
         self.kind = kind              # 'value', 'effect', 'control' (changes control flow) or 'const'
@@ -120,6 +120,10 @@ class Op:
         # one that holds with the operands swapped (`lt` -> `gt`).
         self.negated = negated
         self.swapped = swapped
+        # Its meaning in LLVM IR (bril.llvm_lower): ("binop", IRBuilder method),
+        # ("icmp"|"fcmp", predicate), ("unop", method), ("cast", method, type name),
+        # ("id",); None: lowered by a function of its own (`_lower_<name>`).
+        self.llvm = llvm
 
     @property
     def is_value(self):
@@ -130,6 +134,11 @@ class Op:
 
 
 def _arith(name, ext, typ, tmpl, res=None, **kw):
+    if "llvm" not in kw:
+        # A comparison: its template's operator (ints and chars signed, floats
+        # ordered, false with a NaN as in JavaScript); else the IRBuilder method.
+        kw["llvm"] = ("fcmp" if typ == "float" else "icmp", tmpl.split()[1]) \
+            if res == "bool" else ("binop", name)
     return Op(name, ext, "value", (typ, typ), res or typ, py=tmpl, pure=True, **kw)
 
 
@@ -146,10 +155,11 @@ _TABLE = [
     _arith("gt", "core", "int", "({0} > {1})", "bool", negated="le", swapped="lt"),
     _arith("le", "core", "int", "({0} <= {1})", "bool", negated="gt", swapped="ge"),
     _arith("ge", "core", "int", "({0} >= {1})", "bool", negated="lt", swapped="le"),
-    Op("not", "core", "value", ("bool",), "bool", py="(not {0})", pure=True),
-    _arith("and", "core", "bool", "({0} and {1})", commutative=True),
-    _arith("or", "core", "bool", "({0} or {1})", commutative=True),
-    Op("id", "core", "value", ("T",), "T", py="{0}", pure=True),
+    Op("not", "core", "value", ("bool",), "bool", py="(not {0})", pure=True,
+       llvm=("unop", "not_")),
+    _arith("and", "core", "bool", "({0} and {1})", commutative=True, llvm=("binop", "and_")),
+    _arith("or", "core", "bool", "({0} or {1})", commutative=True, llvm=("binop", "or_")),
+    Op("id", "core", "value", ("T",), "T", py="{0}", pure=True, llvm=("id",)),
     Op("const", "core", "const", (), "T", pure=True),
     Op("nop", "core", "effect", (), None, pure=True),
     Op("print", "core", "effect", None, None, effect="output"),
@@ -161,7 +171,8 @@ _TABLE = [
     _arith("fadd", "float", "float", "({0} + {1})", commutative=True),
     _arith("fmul", "float", "float", "({0} * {1})", commutative=True),
     _arith("fsub", "float", "float", "({0} - {1})"),
-    _arith("fdiv", "float", "float", "fdiv({0}, {1})"),
+    # (IEEE arithmetic is what JavaScript does: x/0 is +-Infinity or NaN)
+    _arith("fdiv", "float", "float", "fdiv({0}, {1})", llvm=("binop", "fdiv")),
     _arith("feq", "float", "float", "({0} == {1})", "bool", negated=None, swapped="feq", commutative=True),
     _arith("flt", "float", "float", "({0} < {1})", "bool", negated=None, swapped="fgt"),
     _arith("fgt", "float", "float", "({0} > {1})", "bool", negated=None, swapped="flt"),
@@ -179,11 +190,14 @@ _TABLE = [
     _arith("cle", "char", "char", "({0} <= {1})", "bool", negated="cgt", swapped="cge"),
     _arith("cgt", "char", "char", "({0} > {1})", "bool", negated="cle", swapped="clt"),
     _arith("cge", "char", "char", "({0} >= {1})", "bool", negated="clt", swapped="cle"),
-    Op("char2int", "char", "value", ("char",), "int", py="char2int({0})", pure=True),
+    Op("char2int", "char", "value", ("char",), "int", py="char2int({0})", pure=True,
+       llvm=("cast", "zext", "int")),
     Op("int2char", "char", "value", ("int",), "char", py="int2char({0})", may_trap=True),
     # bitcast
-    Op("bits2float", "bitcast", "value", ("int",), "float", py="bits2float({0})", pure=True),
-    Op("float2bits", "bitcast", "value", ("float",), "int", py="float2bits({0})", pure=True),
+    Op("bits2float", "bitcast", "value", ("int",), "float", py="bits2float({0})", pure=True,
+       llvm=("cast", "bitcast", "float")),
+    Op("float2bits", "bitcast", "value", ("float",), "int", py="float2bits({0})", pure=True,
+       llvm=("cast", "bitcast", "int")),
     # classic SSA
     Op("phi", "ssa", "value", None, "T", labels=-1),
     # ssa2: shadow variables
