@@ -3,7 +3,7 @@
 Representation: every `alloc` makes one region, a Python list of values with
 None for "never stored".  A pointer is the tuple `(data, offset, region)`:
 `data` is the region's list (shared by all pointers into the region), `offset`
-an exact int (any value; checked when used), `region` the `Region` record
+an exact int (any value; checked when used), `region` the `HeapRegion` record
 (its base number for messages, its element type for `store` checks).  Freeing
 empties the list, so a later access through any pointer to it fails the same
 bounds check as an out-of-range offset; the reference reports both with the
@@ -44,7 +44,7 @@ def kind_bits(typ):
     return KIND_BITS.get(typ, 0) if isinstance(typ, str) else 0
 
 
-class Region:
+class HeapRegion:
     __slots__ = ("base", "elem", "accepts", "size", "live")
 
     def __init__(self, base, elem, size):
@@ -60,7 +60,7 @@ class Heap:
     large allocation that is barely used costs little, as in the reference."""
 
     def __init__(self):
-        self.live = {}          # base -> Region, for the allocated regions
+        self.live = {}          # base -> HeapRegion, for the allocated regions
         self.next_base = 0
 
     def alloc(self, amount, elem):
@@ -70,7 +70,7 @@ class Heap:
             raise BrilError(M.text(M.ALLOC_TOO_LARGE, amount=amount))
         base = self.next_base
         self.next_base = base + 1
-        region = Region(base, elem, amount)
+        region = HeapRegion(base, elem, amount)
         self.live[base] = region
         return ([], 0, region)
 

@@ -45,7 +45,7 @@ import time
 
 from .errors import BrilError
 from .ops import SSA_OPS
-from .resume import Slots, json_type, marshal_source
+from .resume import Slots, decode_result, encode_arguments, json_type, marshal_source
 
 DEFAULT_HOT = 1000
 # A region whose entries average fewer native instructions than this (measured
@@ -88,7 +88,6 @@ CALLS_FOR_WHOLE = 8
 _SKIP_OPS = SSA_OPS             # (phi state and ssa2 shadows stay interpreted)
 
 
-_PY_TYPE = {"int": int, "bool": bool, "float": float, "char": str, "ptr": tuple}
 
 
 class NativeCall:
@@ -112,7 +111,7 @@ class NativeCall:
         self.error = None
 
 
-class Region:
+class LoopRegion:
     """One compiled loop region and its statistics."""
 
     def __init__(self, index, fc, header, blocks, entries):
@@ -279,7 +278,7 @@ class Jit:
         self.eager = pay_back <= 0
         self.shared_heap = shared_heap
         self.compiled = None
-        self.regions = {}               # (function, header) -> Region (or None: interpreted)
+        self.regions = {}               # (function, header) -> LoopRegion (or None: interpreted)
         self.all_regions = []           # in order of compilation
         self.prefix = f"jit{next(_RUNS)}"   # symbols of this run's native functions
         self.native_functions = set()   # indices of functions compiled whole (MCJIT modules)
@@ -612,17 +611,9 @@ class Jit:
         if not self._ready(native):
             return _NOT_NATIVE
         S, D = native.buffers
-        for i, (key, v) in enumerate(zip(native.types, args)):
-            if type(v) is not _PY_TYPE[key if isinstance(key, str) else "ptr"]:
-                return _NOT_NATIVE      # let the interpreter report it
-            if key == "float":
-                D[2 * i] = v
-            elif key == "char":
-                S[2 * i] = ord(v)
-            elif isinstance(key, str):
-                S[2 * i] = v
-            else:
-                S[2 * i], S[2 * i + 1] = self.heap.to_pair(v)
+        heap = self.heap
+        if not encode_arguments(native.types, args, S, D, heap.to_pair if heap else None):
+            return _NOT_NATIVE          # a value of another kind: let the interpreter report it
         native.entries += 1
         try:
             self.rt.call(native.address, S)
@@ -632,18 +623,7 @@ class Jit:
         finally:
             self._drain()
         native.native_instrs += self.compiled.ns["_native_last"]
-        key = native.result
-        if key is None:
-            return None
-        if key == "int":
-            return S[0]
-        if key == "bool":
-            return S[0] != 0
-        if key == "float":
-            return D[0]
-        if key == "char":
-            return chr(S[0])
-        return self.heap.from_pair(S[0], S[1], json_type(key[1]))
+        return decode_result(native.result, S, D, heap.from_pair if heap else None)
 
     # --- units from the cache -------------------------------------------------------------
 
@@ -657,7 +637,7 @@ class Jit:
         unit, ukey = self._load_unit("region", index, blocks, entries)
         if unit is None:
             return False
-        region = Region(index, None, header, set(blocks), set(entries))
+        region = LoopRegion(index, None, header, set(blocks), set(entries))
         region.unit_key = ukey
         self._use_region_unit(region, unit)
         self._register_region(region)
@@ -792,7 +772,7 @@ class Jit:
         return set() if self.cache is not None else self.native_functions
 
     def _machine_code(self, obj, module, name, defined, used, kind, blocks, entries, meta):
-        """Compile a lowered module for obj (a Region or NativeCall): into a shared
+        """Compile a lowered module for obj (a LoopRegion or NativeCall): into a shared
         object kept in the code cache (with a cache), else with MCJIT now or on
         the background thread; `obj.address` is set when it is ready."""
         from . import native
@@ -874,7 +854,7 @@ class Jit:
         fc = self.compiled.function_code(index)
         region = None
         for blocks, entries in select_region(fc, header):
-            region = Region(index, fc, header, blocks, entries)
+            region = LoopRegion(index, fc, header, blocks, entries)
             try:
                 self._build(region)
                 break
@@ -988,7 +968,7 @@ def _function_index(code):
 
 
 def _unit_report(obj):
-    """What the report says of any compiled unit (a Region or a NativeCall)."""
+    """What the report says of any compiled unit (a LoopRegion or a NativeCall)."""
     return {"compiled": obj.address is not None or obj.entries > 0,
             "compiling": obj.pending is not None,
             "from_cache": obj.compile_seconds == 0 and obj.unit is not None,

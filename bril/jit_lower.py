@@ -27,7 +27,7 @@ the interpreter's count after each native call.
 
 from llvmlite import ir
 
-from .llvm_lower import (FunctionInfo, FunctionLowering, ProgramLowering, Unsupported, I1,
+from .llvm_lower import (LoweredFunction, FunctionLowering, ProgramLowering, Unsupported, I1,
                          I64, PTR, const_int, kind)
 from .resume import Slots, decode_slot as _decode, encode_slot as _encode
 
@@ -173,7 +173,7 @@ class RegionProgram(ProgramLowering):
     def info(self, index):
         info = self.infos.get(index)
         if info is None:
-            info = self.infos[index] = FunctionInfo(
+            info = self.infos[index] = LoweredFunction(
                 index, self.linked.functions[index], self.module, self.count,
                 symbol=f"{self.prefix}.f{index}")
             self.declared.append(index)

@@ -676,7 +676,7 @@ def _json_type(key):
 
 # --- whole functions -------------------------------------------------------------------------
 
-class FunctionInfo:
+class LoweredFunction:
     """What lowering a function needs to know before its body: variable types,
     blocks, definedness, its LLVM signature."""
 
@@ -1065,7 +1065,7 @@ class ProgramLowering:
     def info(self, index):
         info = self.infos.get(index)
         if info is None:
-            info = self.infos[index] = FunctionInfo(index, self.linked.functions[index],
+            info = self.infos[index] = LoweredFunction(index, self.linked.functions[index],
                                                     self.module, self.count)
             self.declared.append(index)
         return info

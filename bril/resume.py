@@ -92,6 +92,43 @@ def marshal_source(slots, heap_names):
     return "\n".join(lines) + "\n"
 
 
+# --- whole functions called natively (two slots a value) -------------------------------
+
+_PY_TYPE = {"int": int, "bool": bool, "float": float, "char": str, "ptr": tuple}
+
+
+def encode_arguments(types, args, S, D, to_pair):
+    """Put a call's arguments into the slots (S: as ints, D: the same memory as
+    doubles); False if a value is not of its parameter's type."""
+    for i, (key, v) in enumerate(zip(types, args)):
+        if type(v) is not _PY_TYPE[key if isinstance(key, str) else "ptr"]:
+            return False
+        if key == "float":
+            D[2 * i] = v
+        elif key == "char":
+            S[2 * i] = ord(v)
+        elif isinstance(key, str):
+            S[2 * i] = v
+        else:
+            S[2 * i], S[2 * i + 1] = to_pair(v)
+    return True
+
+
+def decode_result(key, S, D, from_pair):
+    """A call's result from slots 0-1 (None for a function without one)."""
+    if key is None:
+        return None
+    if key == "int":
+        return S[0]
+    if key == "bool":
+        return S[0] != 0
+    if key == "float":
+        return D[0]
+    if key == "char":
+        return chr(S[0])
+    return from_pair(S[0], S[1], json_type(key[1]))
+
+
 # --- the native side --------------------------------------------------------------------
 
 def decode_slot(bld, key, raw, second):
