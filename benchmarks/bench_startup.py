@@ -32,18 +32,7 @@ from pathlib import Path
 
 import harness
 
-TEN_INSTRUCTIONS = """@main {
-  a: int = const 1;
-  b: int = const 2;
-  c: int = add a b;
-  d: int = mul c c;
-  e: int = sub d a;
-  f: bool = lt a e;
-  g: int = id e;
-  h: int = add g b;
-  print h f;
-}
-"""
+from bench_interp import STARTUP_PROGRAM as TEN_INSTRUCTIONS  # noqa: E402
 
 
 def timed(command, stdin, args, env=None):

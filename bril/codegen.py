@@ -75,7 +75,10 @@ import os
 from .ops import OPS, INT_MIN, INT_MAX
 from .codekeys import check_facts_requested  # noqa: F401 (also bril.codegen's)
 from .blocks import BLOCK_ENDERS, Block, build_blocks  # noqa: F401 (used by other tiers)
+from . import messages as M
 from .errors import BrilError
+from .support import (ARG_COUNTS, CHECKERS, argcount_message, arity_message,
+                      call_funcs_message, decl_kind, nonvoid_message, operand_message)
 from .pynames import Links, escape as _escape, function_name, shadow_name, var_name, variant_name
 from .pynames import bril_name_of, unescape  # noqa: F401 (other modules' imports)
 from .values import UNSET, const_value, js_type_text, type_cmp
@@ -99,12 +102,6 @@ INLINE_MAX_BLOCKS = 8
 INLINE_MAX_DEPTH = 2
 INLINE_BUDGET = 300
 
-# Argument counts the reference checks before running an op ("add takes 2 argument(s); got 3").
-ARG_COUNTS = {name: (len(op.args) if op.args is not None else None)
-              for name, op in OPS.items() if name != "const"}
-
-_CHECKERS = {"int": "_cint", "bool": "_cbool", "float": "_cfloat", "char": "_cchar",
-             "ptr": "_cptr"}
 
 _WRAP_PREFIX = "wrap64("
 
@@ -887,7 +884,7 @@ class _Emitter:
             o.add(ind + 1, f"raise _E({target!r})")     # missing label: before the state check
             ends = True
         else:
-            o.add(ind + 1, "if not _spec: raise _E('abort in non-speculative state')")
+            o.add(ind + 1, f"if not _spec: raise _E({M.ABORT_OUTSIDE!r})")
             self.emit_restore(ind + 1)
             ends = self.emit_transfer(target, ind + 1, ctx, pending)
         self.cached_ptr = cache
@@ -950,8 +947,7 @@ class _Emitter:
             o.add(ind, f"{self.inline_result} = {value}")
             return
         if self.has_spec:
-            msg = "implicit return in speculative state" if implicit \
-                else "ret not allowed during speculation"
+            msg = M.IMPLICIT_RETURN_IN_SPECULATION if implicit else M.RET_IN_SPECULATION
             o.add(ind, f"if _spec: raise _E({msg!r})")
         if prefix:
             if pending:
@@ -966,8 +962,8 @@ class _Emitter:
         args = instr.get("args") or []
         if len(args) > 1:
             if self.has_spec:
-                self.out.add(ind, "if _spec: raise _E('ret not allowed during speculation')")
-            self.out.add(ind, f"raise _E({f'ret takes 0 or 1 argument(s); got {len(args)}'!r})")
+                self.out.add(ind, f"if _spec: raise _E({M.RET_IN_SPECULATION!r})")
+            self.out.add(ind, f"raise _E({M.text(M.RET_ARGCOUNT, found=len(args))!r})")
             return
         self.emit_return(self.v(args[0]) if args else "None", ind, pending, prefix)
 
@@ -977,12 +973,12 @@ class _Emitter:
         op = instr["op"]
         count = ARG_COUNTS.get(op)
         if op not in OPS:
-            self.out.add(ind, f"raise _E({('unknown opcode ' + str(op))!r})")
+            self.out.add(ind, f"raise _E({M.text(M.UNKNOWN_OPCODE, op=op)!r})")
             return False
         if count is not None:
             found = len(instr.get("args") or [])
             if found != count:
-                self.out.add(ind, f"raise _E({f'{op} takes {count} argument(s); got {found}'!r})")
+                self.out.add(ind, f"raise _E({argcount_message(op, count, found)!r})")
                 return False
         return True
 
@@ -992,9 +988,7 @@ class _Emitter:
         v = self.v(name)
         if kind is None or tc.only(self.arg_tags(instr, i), kind):
             return v
-        what = "Pointer" if kind == "ptr" else kind
-        msg = f"{instr['op']} argument {i} must be a {what}"
-        return f"{_CHECKERS[kind]}({v}, {msg!r})"
+        return f"{CHECKERS[kind]}({v}, {operand_message(instr['op'], i, kind)!r})"
 
     def arg_tags(self, instr, i):
         tags = self.types.arg_tags.get(id(instr), ())
@@ -1013,10 +1007,10 @@ class _Emitter:
             return
         else:
             if self.has_spec and op == "call":
-                o.add(ind, "if _spec: raise _E('call not allowed during speculation')")
+                o.add(ind, f"if _spec: raise _E({M.CALL_IN_SPECULATION!r})")
             info = OPS[op]
             if info.py is not None:
-                args = [self.operand(instr, i, k if k in _CHECKERS else None)
+                args = [self.operand(instr, i, k if k in CHECKERS else None)
                         for i, k in enumerate(info.args)]
                 d = self.dest(instr)
                 tmpl = info.py
@@ -1150,9 +1144,7 @@ class _Emitter:
         o = self.out
         funcs = instr.get("funcs")
         if not funcs:
-            msg = "missing functions; expected at least 1" if funcs is None \
-                else f"expecting 1 functions; found {len(funcs)}"
-            o.add(ind, f"raise _E({msg!r})")
+            o.add(ind, f"raise _E({call_funcs_message(funcs)!r})")
             return
         callee = self.fc.program.resolve_call(self.fc.index, funcs[0])
         if isinstance(callee, str):
@@ -1163,20 +1155,20 @@ class _Emitter:
         params = cfunc.get("args") or []
         args = instr.get("args") or []
         if len(params) != len(args):
-            o.add(ind, f"raise _E({f'function expected {len(params)} arguments, got {len(args)}'!r})")
+            o.add(ind, f"raise _E({arity_message(params, args)!r})")
             return
         exprs = []
         for i, (p, a) in enumerate(zip(params, args)):
             ptype = p.get("type")
             v = self.v(a)
-            kind = _decl_kind(ptype)
+            kind = decl_kind(ptype)
             tags = self.arg_tags(instr, i)
             if kind == "any" or (kind is not None and tc.only(tags, kind)):
                 exprs.append(v)
             elif kind is None:
                 exprs.append(f"_unknown_type({v}, {js_type_text(ptype)!r})")
             else:
-                exprs.append(f"{_CHECKERS[kind]}({v}, 'function argument type mismatch')")
+                exprs.append(f"{CHECKERS[kind]}({v}, {M.ARGUMENT_MISMATCH!r})")
         if self.should_inline(callee):
             call = self.emit_inlined(callee, exprs, ind)
         else:
@@ -1193,29 +1185,28 @@ class _Emitter:
             o.add(ind, f"{r} = {call}")
             if returns - {"none"}:
                 o.add(ind, f"if {r} is not None: "
-                           f"raise _E('unexpected value returned without destination')")
+                           f"raise _E({M.VALUE_WITHOUT_DEST!r})")
             if ftype is not None:
-                o.add(ind, f"raise _E({_nonvoid_msg(ftype)!r})")
+                o.add(ind, f"raise _E({nonvoid_message(ftype)!r})")
             return
         d = self.v(dest)
         itype = instr.get("type")
         o.add(ind, f"{d} = {call}")
         if itype is None:
-            o.add(ind, "raise _E('function call must include a type if it has a destination')")
+            o.add(ind, f"raise _E({M.UNTYPED_DEST!r})")
             return
         if "none" in returns:
-            o.add(ind, f"if {d} is None: raise _E({_nonvoid_msg(ftype)!r})")
-        kind = _decl_kind(itype)
+            o.add(ind, f"if {d} is None: raise _E({nonvoid_message(ftype)!r})")
+        kind = decl_kind(itype)
         rt = frozenset(returns - {"none"})
         if kind is None:
             o.add(ind, f"_unknown_type({d}, {js_type_text(itype)!r})")
         elif kind != "any" and not tc.only(rt, kind):
-            msg = "type of value returned by function does not match destination type"
-            o.add(ind, f"{_CHECKERS[kind]}({d}, {msg!r})")
+            o.add(ind, f"{CHECKERS[kind]}({d}, {M.RESULT_MISMATCH!r})")
         if ftype is None:
-            o.add(ind, "raise _E('function with void return type used in value call')")
+            o.add(ind, f"raise _E({M.VOID_IN_VALUE_CALL!r})")
         elif not type_cmp(itype, ftype):
-            o.add(ind, "raise _E('type of value returned by function does not match declaration')")
+            o.add(ind, f"raise _E({M.DECLARATION_MISMATCH!r})")
 
     def should_inline(self, callee):
         """Inline small loop-free callees, two levels deep at most, never a function
@@ -1251,7 +1242,7 @@ class _Emitter:
         typ = instr.get("type")
         if not (isinstance(typ, dict) and "ptr" in typ):
             o.add(ind, n)
-            o.add(ind, f"raise _E({'cannot allocate non-pointer type ' + js_type_text(typ)!r})")
+            o.add(ind, f"raise _E({M.text(M.ALLOC_NON_POINTER, type=js_type_text(typ))!r})")
             return
         const = self.links.constant(typ["ptr"])
         o.add(ind, f"{self.dest(instr)} = _alloc({n}, {const})")
@@ -1334,7 +1325,7 @@ class _Emitter:
     def op_get(self, instr, ind):
         d = instr.get("dest")
         if not isinstance(d, str):
-            self.out.add(ind, "raise _E('get without corresponding set for undefined')")
+            self.out.add(ind, f"raise _E({M.text(M.NO_SET, name='undefined')!r})")
             return
         self.out.add(ind, f"{self.v(d)} = {shadow_name(d)}")
 
@@ -1346,7 +1337,7 @@ class _Emitter:
 
     def op_commit(self, instr, ind):
         o = self.out
-        o.add(ind, "if not _spec: raise _E('commit in non-speculative state')")
+        o.add(ind, f"if not _spec: raise _E({M.COMMIT_OUTSIDE!r})")
         o.add(ind, "_spec.pop()")
 
     def op_phi(self, instr, ind):
@@ -1369,18 +1360,6 @@ class _Emitter:
             o.add(ind, tail)
         else:
             o.add(ind, f"else: {tail}")
-
-
-def _decl_kind(typ):
-    if typ in ("int", "bool", "float", "char", "any"):
-        return typ
-    if isinstance(typ, dict) and "ptr" in typ:
-        return "ptr"
-    return None
-
-
-def _nonvoid_msg(ftype):
-    return f"non-void function (type: {js_type_text(ftype)}) doesn't return anything"
 
 
 def dump_requested():
