@@ -94,24 +94,50 @@ class Recorder:
         self.hot = hot
         self.max_events = max_events
         self.max_seq = max_seq
-        self.loops = {}                 # (func, header) -> LoopStats
+        self._loops = {}                # (func, header) -> LoopStats
         self._headers = {}              # func -> {header: LoopStats}
+        self._order = {}                # func -> rank of its first block event
+        self._early = {}                # func -> {block: visits} until its loops are known
         self.frames = []                # per frame: list of active _Recording
         self.active = []                # all active recordings, every frame
 
+    @property
+    def loops(self):
+        """(func, header) -> LoopStats of every function whose loops were looked
+        at, functions in the order of their first block event."""
+        order = self._order
+        return dict(sorted(self._loops.items(), key=lambda kv: order.get(kv[0][0], -1)))
+
     def headers_of(self, fname):
+        """{header: LoopStats} of fname's loops (found on first use)."""
         hs = self._headers.get(fname)
         if hs is None:
             from .trace_build import FunctionInfo
             info = self.infos.get(fname)
             if info is None:
                 info = self.infos[fname] = FunctionInfo(self.funcs[fname])
+            early = self._early.pop(fname, {})
             hs = {}
             for loop in natural_loops(info.cfg):
                 st = LoopStats(fname, loop.header, frozenset(loop.body))
-                hs[loop.header] = self.loops[(fname, loop.header)] = st
+                st.visits = early.get(loop.header, 0)
+                hs[loop.header] = self._loops[(fname, loop.header)] = st
             self._headers[fname] = hs
         return hs
+
+    def max_visits(self):
+        """The visits of the busiest loop header so far."""
+        best = max((st.visits for st in self._loops.values()), default=0)
+        for fname, early in list(self._early.items()):
+            # A function whose loops were never looked at: only if one of its
+            # labeled blocks (a header has a label) ran more often than that header.
+            cands = [b for b, n in early.items() if n > best]
+            if any(b.startswith("_b.") for b in cands):
+                labels = {i.get("label") for i in self.funcs[fname].get("instrs", ())}
+                cands = [b for b in cands if b in labels]
+            if cands:
+                best = max([best] + [st.visits for st in self.headers_of(fname).values()])
+        return best
 
     # --- events from the engine ------------------------------------------------------
 
@@ -150,7 +176,21 @@ class Recorder:
                     r.events = []
                 else:
                     r.events.append(ev)
-        st = self.headers_of(fname).get(bname)
+        hs = self._headers.get(fname)
+        if hs is None:
+            # A function's loops are looked for only once one of its blocks has run
+            # `hot` times (none of its headers can be hot before): until then, the
+            # blocks count their visits (cold code costs no CFG).
+            early = self._early.get(fname)
+            if early is None:
+                early = self._early[fname] = {}
+                self._order.setdefault(fname, len(self._order))
+            n = early.get(bname, 0) + 1
+            if n < self.hot:
+                early[bname] = n
+                return
+            hs = self.headers_of(fname)
+        st = hs.get(bname)
         if st is not None:
             st.visits += 1
             if st.visits >= self.hot and not any(r.stats is st for r in recs):

@@ -154,7 +154,11 @@ def trace_program(prog, argv, *, hot=56, out=None, run=None, record=None, optimi
         limit = CHECK_TIME_SLACK + CHECK_TIME_FACTOR * (time.perf_counter() - started)
         run = lambda p, a: interp.run_capture(p, a, timeout=limit)  # noqa: E731
     original_out = buf.getvalue()
-    visits = max((st.visits for st in rec.loops.values()), default=0)
+    visits = rec.max_visits()
+    if not any(st.counts for st in rec.loops.values()):
+        # Nothing got hot: no loop to trace, and no tracing work (not even `-O`).
+        return TraceResult(prog, [], count, count, original_out, original_out, [], visits,
+                           False, count)
     # Candidates: traces in the original, and (with `optimize`) traces in the
     # `-O` program, or the `-O` program alone; the estimates are only
     # estimates, so each is checked on the training input and the one that
