@@ -164,6 +164,11 @@ class ColdEngine:
         self._rec = (recorder.enter, recorder.block, recorder.leave)
         self.activate = self._activate_recording
 
+    def stop_recording(self):
+        """No more events: activations from now on run the plain loop (those
+        running go on reporting to the recorder, which ignores them)."""
+        self.__dict__.pop("activate", None)
+
     def _activate_recording(self, cf, env):
         """`activate` with the recorder's events (kept apart: the plain loop pays
         nothing for them)."""

@@ -299,6 +299,15 @@ class CompiledProgram:
         entries[block] = entry
         return entry
 
+    def stop_recording(self):
+        """The recorder stopped listening (its budget ran out): no more events, and
+        functions promoted from now on get their normal variants."""
+        self.ns.update(_RE=_no_event, _RB=_no_event, _RL=_no_event)
+        self.record_mode = False
+        cold = self.__dict__.get("_cold")
+        if cold is not None:
+            cold.stop_recording()
+
     def _dump_more(self, src):
         dump = _dump_requested()
         if dump:
@@ -356,6 +365,10 @@ class CompiledProgram:
 
 # Variants kept in the code cache (the others carry hooks numbered per run).
 _CACHED_VARIANTS = ("normal", "generic", "osr", "osrjit", "entry", "jit", "jitx")
+
+
+def _no_event(*args):
+    pass
 
 
 def _links_from_data(data):
@@ -544,6 +557,9 @@ def run(prog, argv=(), *, out=None, base_dir=None, lib_dirs=(), filename=None,
     try:
         if recorder is not None:
             compiled.ns.update(_RE=recorder.enter, _RB=recorder.block, _RL=recorder.leave)
+            on_stop = getattr(recorder, "on_stop", None)
+            if on_stop is not None:
+                on_stop.append(compiled.stop_recording)
         if jit is not None:
             jit.source = (prog, base_dir, list(lib_dirs), filename)
             jit = jit.attach(compiled)

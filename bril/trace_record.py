@@ -88,7 +88,14 @@ class _Recording:
 
 
 class Recorder:
-    def __init__(self, funcs, infos, hot=56, max_events=4000, max_seq=5_000):
+    """Listens to a recording run.  `budget`: block events it takes in before it
+    stops listening (None: no end); then the iterations being recorded are
+    dropped and `on_stop`'s callables are called (the engine's: stop reporting,
+    run the rest at full speed).  The recorded sequences are then a prefix of
+    the run, as with `max_seq`; the count of each event is deterministic, so
+    where recording stops is too."""
+
+    def __init__(self, funcs, infos, hot=56, max_events=4000, max_seq=5_000, budget=None):
         self.funcs = funcs
         self.infos = infos              # name -> trace_build.FunctionInfo (shared)
         self.hot = hot
@@ -99,6 +106,9 @@ class Recorder:
         self._order = {}                # func -> rank of its first block event
         self._early = {}                # func -> {block: visits} until its loops are known
         self.frames = []                # per frame: list of active _Recording
+        self.left = budget if budget is not None else 1 << 62   # block events to take in
+        self.stopped = False
+        self.on_stop = []
         self.active = []                # all active recordings, every frame
 
     @property
@@ -141,41 +151,61 @@ class Recorder:
 
     # --- events from the engine ------------------------------------------------------
 
+    def stop(self):
+        """Stop listening: the iterations being recorded are dropped (as when a
+        return cuts one short), every later event is ignored."""
+        self.stopped = True
+        self.left = -1
+        self.frames = []
+        self.active = []
+        for fn in self.on_stop:
+            fn()
+
     def enter(self, fname):
-        self.frames.append([])
+        if not self.stopped:
+            self.frames.append([])
 
     def leave(self):
+        if self.stopped:
+            return
         recs = self.frames.pop()
         for r in recs:                  # an iteration cut short by a return: drop it
             self.active.remove(r)
 
     def block(self, fname, bname):
+        self.left -= 1
+        if self.left < 0:
+            if not self.stopped:
+                self.stop()
+            return
         ev = (fname, bname)
         recs = self.frames[-1]
-        # Close or continue this frame's recordings (outermost first).
-        for r in list(recs):
-            st = r.stats
-            if bname == st.header:
-                if r.long:
-                    st.outcome(LONG, self.max_seq)
-                else:
-                    r.events.append(ev)
-                    st.outcome(st.path_id(tuple(r.events)), self.max_seq)
-                r.events = [ev]
-                r.long = False
-            elif bname not in st.body:
-                st.outcome(EXIT if r.long else st.exit_id(tuple(r.events) + (ev,)),
-                           self.max_seq)
-                recs.remove(r)
-                self.active.remove(r)
-        # Every recording in every frame sees the event (callee blocks included).
-        for r in self.active:
-            if r.events and r.events[-1] is not ev and not r.long:
-                if len(r.events) >= self.max_events:
-                    r.long = True
-                    r.events = []
-                else:
-                    r.events.append(ev)
+        active = self.active
+        if active:
+            # Close or continue this frame's recordings (outermost first).
+            for r in list(recs):
+                st = r.stats
+                if bname == st.header:
+                    if r.long:
+                        st.outcome(LONG, self.max_seq)
+                    else:
+                        r.events.append(ev)
+                        st.outcome(st.path_id(tuple(r.events)), self.max_seq)
+                    r.events = [ev]
+                    r.long = False
+                elif bname not in st.body:
+                    st.outcome(EXIT if r.long else st.exit_id(tuple(r.events) + (ev,)),
+                               self.max_seq)
+                    recs.remove(r)
+                    active.remove(r)
+            # Every recording in every frame sees the event (callee blocks included).
+            for r in active:
+                if r.events and r.events[-1] is not ev and not r.long:
+                    if len(r.events) >= self.max_events:
+                        r.long = True
+                        r.events = []
+                    else:
+                        r.events.append(ev)
         hs = self._headers.get(fname)
         if hs is None:
             # A function's loops are looked for only once one of its blocks has run
@@ -196,4 +226,4 @@ class Recorder:
             if st.visits >= self.hot and not any(r.stats is st for r in recs):
                 r = _Recording(st, ev)
                 recs.append(r)
-                self.active.append(r)
+                active.append(r)

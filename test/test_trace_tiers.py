@@ -109,21 +109,37 @@ def _loop_calls():
 """)
 
 
+@pytest.mark.parametrize("budget", [None, 500, 2000])
 @pytest.mark.parametrize("options", TIERS)
-def test_recorder_state_is_the_same_in_every_tier(options):
+def test_recorder_state_is_the_same_in_every_tier(options, budget):
     """Not only the events: the loops, paths and outcome sequences the tracer
-    selects from."""
+    selects from, also when the recorder stops listening (`budget`) and the
+    engine runs the rest without reporting."""
     prog = _loop_calls()
 
     def stats(**opts):
         funcs = {f["name"]: f for f in prog["functions"]}
-        rec = Recorder(funcs, {}, hot=5)
+        rec = Recorder(funcs, {}, hot=5, budget=budget)
         out = record(prog, ["40"], rec, **opts)
         return out, json.dumps({f"{k[0]}.{k[1]}": [st.visits, st.path_list, st.counts, st.seq,
                                                    st.exit_list]
                                 for k, st in rec.loops.items()}), rec.max_visits()
 
-    assert stats(**options) == stats(tier="fast")
+    got = stats(**options)
+    assert got == stats(tier="fast")
+    assert got[0] == record(prog, ["40"], None)     # the same output and count
+
+
+def test_budget_stops_recording():
+    prog = _loop_calls()
+    funcs = {f["name"]: f for f in prog["functions"]}
+    full = Recorder(funcs, {}, hot=5)
+    record(prog, ["40"], full)
+    short = Recorder(funcs, {}, hot=5, budget=500)
+    record(prog, ["40"], short)
+    assert short.stopped and not full.stopped
+    assert sum(sum(st.counts) for st in short.loops.values()) < \
+        sum(sum(st.counts) for st in full.loops.values())
 
 
 def test_cold_code_is_not_generated():
