@@ -89,7 +89,8 @@ class _Recording:
 
 class Recorder:
     """Listens to a recording run.  `budget`: block events it takes in before it
-    stops listening (None: no end); then the iterations being recorded are
+    stops listening, each counted once plus once per recording that sees it
+    (None: no end); then the iterations being recorded are
     dropped and `on_stop`'s callables are called (the engine's: stop reporting,
     run the rest at full speed).  The recorded sequences are then a prefix of
     the run, as with `max_seq`; the count of each event is deterministic, so
@@ -173,7 +174,8 @@ class Recorder:
             self.active.remove(r)
 
     def block(self, fname, bname):
-        self.left -= 1
+        # (the budget counts work: an event costs more the more recordings see it)
+        self.left -= 1 + len(self.active)
         if self.left < 0:
             if not self.stopped:
                 self.stop()

@@ -52,9 +52,11 @@ CHECK_TIME_FACTOR = 20.0
 # When no loop got hot, `-O` alone is tried only on programs of at most this many
 # instructions (its cost grows with the program, the run's does not).
 SMALL_PROGRAM = 500
-# Block events a recording run takes in; then it stops listening and the program
+# Block events a recording run takes in (each counted once plus once per iteration
+# being recorded that it joins); then the recorder stops listening and the program
 # runs on at full speed (the traces are chosen from that prefix of the run, the
-# checking runs judge them on the whole of it).
+# checking runs judge them on the whole of it).  BRIL_TRACE_BUDGET: another
+# budget (experiments).
 RECORD_BUDGET = int(os.environ.get("BRIL_TRACE_BUDGET", 300_000))
 
 
