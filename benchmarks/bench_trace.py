@@ -18,12 +18,22 @@ marked `same`, on their training input: they take no size argument).
 Every program's output on the measured input is compared with the
 original's (a difference is reported as an error row).  Counts, not seconds:
 the figure of merit Bril users compare optimizations by.
+
+`--time`: what tracing costs instead.  Per program, the whole-process wall
+time of `brili --trace OUT -p ARGS` and of a plain `brili -p ARGS` (best of
+`--repeat` runs each, taken in turn so that both see the same load), their
+ratio, and its geometric mean and worst over the programs.  `--brili CMD`
+times another build (e.g. an older checkout's).
 """
 
 import argparse
 import math
 import re
+import shlex
+import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -66,10 +76,16 @@ def main():
                     help="record traces on ARGS (default) or on ALT-ARGS where present")
     ap.add_argument("--only", default="", help="only programs whose path contains this")
     ap.add_argument("--hot", type=int, default=56, help="loop hotness threshold")
+    ap.add_argument("--time", action="store_true",
+                    help="time brili --trace against plain brili (whole processes)")
+    ap.add_argument("--repeat", type=int, default=3, help="with --time: runs of each, best counts")
+    ap.add_argument("--brili", default="brili", help="with --time: the brili command")
     opts = ap.parse_args()
 
     files = [(p, CONFORMANCE) for p in bril_files("benchmarks")]
     files += [(p, BENCHMARKS) for p in bril_files(root=BENCHMARKS)]
+    if opts.time:
+        return time_tracing(files, opts)
     rows = []
     print(f"{'program':40} {'original':>11} {'-O':>7} {'tr-only':>7} {'traced':>7}  loop")
     for path, root in files:
@@ -115,6 +131,49 @@ def main():
               f"traced {geomean([r[4] for r in sel]):.4f}  "
               f"worst traces-only {max(r[3] for r in sel):.3f}  "
               f"worst traced {max(r[4] for r in sel):.3f}")
+
+
+def time_tracing(files, opts):
+    """--time: seconds of `brili --trace` / seconds of plain `brili`, per program."""
+    brili = shlex.split(opts.brili)
+    rows = []
+    print(f"{'program':40} {'plain s':>8} {'trace s':>8} {'ratio':>6}")
+    with tempfile.TemporaryDirectory() as tmp:
+        out = str(Path(tmp) / "traced.json")
+        for path, root in files:
+            name = str(path.relative_to(root).with_suffix(""))
+            if root == BENCHMARKS:
+                name = "ours/" + name
+            if opts.only not in name:
+                continue
+            data = interp_json(path)
+            args = args_of(path)
+            best = {}
+            results = {}
+            for _ in range(max(1, opts.repeat)):
+                for kind, cmd in (("plain", brili + ["-p"] + args),
+                                  ("trace", brili + ["--trace", out, "--hot", str(opts.hot),
+                                                     "-p"] + args)):
+                    t = time.perf_counter()
+                    r = subprocess.run(cmd, input=data, capture_output=True)
+                    dt = time.perf_counter() - t
+                    best[kind] = min(best.get(kind, dt), dt)
+                    results[kind] = (r.returncode, r.stdout, r.stderr)
+            if results["plain"] != results["trace"]:
+                print(f"{name:40} error: brili --trace printed something else")
+                continue
+            ratio = best["trace"] / best["plain"]
+            rows.append((name, ratio))
+            print(f"{name:40} {best['plain']:8.3f} {best['trace']:8.3f} {ratio:6.2f}", flush=True)
+    if rows:
+        worst = max(rows, key=lambda r: r[1])
+        print(f"tracing time / plain run ({len(rows)} programs): geomean "
+              f"{geomean([r[1] for r in rows]):.2f}  worst {worst[1]:.2f} ({worst[0]})")
+
+
+def interp_json(path):
+    import json
+    return json.dumps(parse_program(path.read_text())).encode()
 
 
 if __name__ == "__main__":

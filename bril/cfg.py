@@ -134,6 +134,45 @@ def form_blocks(instrs):
     return blocks
 
 
+def named_blocks(instrs):
+    """[(name, label instruction or None, body, index of the first instruction)] of
+    the blocks of an instruction list, named as `CFG.from_instrs` names them:
+    a block by its label (a later copy of a duplicate label gets a fresh name),
+    an unlabeled one `_b.N`."""
+    lists = form_blocks(instrs)
+    supply = NameSupply({l[0]["label"] for l in lists if "op" not in l[0]})
+    seen = set()
+    out = []
+    first = 0
+    for lst in lists:
+        if "op" not in lst[0]:
+            name, label, body = lst[0]["label"], lst[0], lst[1:]
+            if name in seen:        # duplicate label: later copies are unreachable
+                name = supply.fresh(name)
+                label = None
+        else:
+            name, label, body = supply.fresh("_b"), None, lst
+        seen.add(name)
+        out.append((name, label, body, first))
+        first += len(lst)
+    return out
+
+
+def block_names(instrs):
+    """{index of a block's first instruction (its label if any): its CFG name}, as
+    `CFG.from_instrs` names the blocks, without building the graph (the trace
+    recorder's block names, in every engine tier)."""
+    out = {}
+    for name, label, body, first in named_blocks(instrs):
+        if label is None and "op" not in instrs[first]:
+            # A duplicate label's copy: known by its first instruction, if any.
+            if not body:
+                continue
+            first += 1
+        out[first] = name
+    return out
+
+
 class CFG:
     """The basic blocks of one function and the edges between them."""
 
@@ -148,20 +187,11 @@ class CFG:
 
     @classmethod
     def from_instrs(cls, instrs):
-        lists = form_blocks(instrs)
-        used = {l[0]["label"] for l in lists if "op" not in l[0]}
         blocks = {}
-        for lst in lists:
-            if "op" not in lst[0]:
-                name, label, body = lst[0]["label"], lst[0], lst[1:]
-                if name in blocks:      # duplicate label: later copies are unreachable
-                    name = fresh_name(name, used)
-                    label = None
-            else:
-                name, label, body = fresh_name("_b", used), None, lst
+        for name, label, body, _ in named_blocks(instrs):
             blocks[name] = Block(name, list(body), label)
         if not blocks:
-            name = fresh_name("_b", used)
+            name = fresh_name("_b", set())
             blocks[name] = Block(name, [], None)
         names = list(blocks)
         for i, name in enumerate(names):

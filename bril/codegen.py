@@ -415,14 +415,8 @@ class FunctionCode:
     def cfg_names(self):
         """{index of a block's first instruction (its label if any): CFG block name}."""
         if self._cfg_names is None:
-            from .cfg import CFG
-            cfg = CFG.from_function(self.func)
-            where = {id(ins): i for i, ins in enumerate(self.func.get("instrs") or [])}
-            self._cfg_names = {}
-            for name, blk in cfg.blocks.items():
-                first = blk.label if blk.label is not None else (blk.instrs[0] if blk.instrs else None)
-                if first is not None and id(first) in where:
-                    self._cfg_names[where[id(first)]] = name
+            from .cfg import block_names
+            self._cfg_names = block_names(self.func.get("instrs") or [])
         return self._cfg_names
 
     def osr_source(self, header):
@@ -434,6 +428,12 @@ class FunctionCode:
         holds for every state that reaches it); the loops around the header keep
         their dispatch tests, everything else is compiled as in `source()`."""
         return self._source(("osr", header))
+
+    def osr_record_source(self, header):
+        """`pyname__osrrecord<lid>(_vars)`: `osr_source` reporting to a trace recorder
+        as `record_source` does (no `_RE`: the cold tier reported the entry of the
+        activation that moves here; the header's `_RB` is reported here)."""
+        return self._source(("osrrecord", header))
 
     def osr_name(self, header):
         return variant_name(self.index, self.name, "osr", header)
@@ -495,9 +495,9 @@ class _Emitter:
         # reached through `_b`, so native code may leave at any block).
         self.entry = variant in ("entry", "jitx")
         self.jit = variant in ("jit", "jitx", "osrjit")
-        self.record = variant == "record"
+        self.record = variant in ("record", "osrrecord")
         self.types = fc.types if variant in ("normal", "jit") or (
-            osr is not None and fc.osr_typed) else fc.generic_types
+            osr is not None and fc.osr_typed and not self.record) else fc.generic_types
         # (an inlined copy runs on whatever regions the caller passes: generic typing)
         self.out = out if out is not None else _Lines()
         self.var_prefix = var_prefix        # `w<site>_` for a callee inlined at a call site
@@ -568,7 +568,7 @@ class _Emitter:
         else:
             o.add(0, f"def {name}({', '.join(params)}):")
         o.add(1, "global _N")
-        if self.record:
+        if self.record and self.osr is None:
             o.add(1, f"_RE({fc.name!r})")
         if self.variant in ("normal", "jit") and fc.assumed_regions:
             test = " or ".join(heapmod.region_kind_mismatch(var_name(p), k)

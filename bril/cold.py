@@ -57,7 +57,7 @@ class ColdFunction:
     """One function of the linked program, as the cold tier runs it."""
 
     __slots__ = ("index", "func", "name", "params", "blocks", "codes", "work", "budget",
-                 "fast", "osr_headers", "has_phi", "size")
+                 "fast", "osr_headers", "has_phi", "size", "record_names")
 
     def __init__(self, index, func):
         self.index = index
@@ -72,6 +72,7 @@ class ColdFunction:
         self.fast = None            # the generated function, once promoted
         self.osr_headers = None     # block index -> on-stack-replacement entry
         self.has_phi = False
+        self.record_names = None    # per block: its CFG name (or None), when recording
 
 
 class ColdEngine:
@@ -144,6 +145,67 @@ class ColdEngine:
                     if t == RET:
                         return env.get(0)
                     # A backward jump: the place to count work and move to generated code.
+                    cf.work += n - mark
+                    mark = n
+                    if cf.work > cf.budget and self.promote_enabled and not env.get(_SPEC_KEY):
+                        entry = self._osr_entry(cf, t)
+                        if entry is not None:
+                            return entry(env)
+                b = t
+        finally:
+            self.count += n
+            cf.work += n - mark
+
+    def record_to(self, recorder):
+        """Report every activation's entry, basic blocks and return to a trace
+        recorder (`bril.trace_record.Recorder`), as the record variants of
+        generated code do: the same events in the same order, whichever tier
+        runs what (promotion and on-stack replacement go to those variants)."""
+        self._rec = (recorder.enter, recorder.block, recorder.leave)
+        self.activate = self._activate_recording
+
+    def stop_recording(self):
+        """No more events: activations from now on run the plain loop (those
+        running go on reporting to the recorder, which ignores them)."""
+        self.__dict__.pop("activate", None)
+
+    def _activate_recording(self, cf, env):
+        """`activate` with the recorder's events (kept apart: the plain loop pays
+        nothing for them)."""
+        if cf.blocks is None:
+            self._split(cf)
+        names = cf.record_names
+        if names is None:
+            from .cfg import block_names
+            where = block_names(cf.func.get("instrs") or [])
+            names = cf.record_names = [where.get(blk.first_index) for blk in cf.blocks]
+        enter, report, leave = self._rec
+        fname = cf.name
+        enter(fname)
+        codes = cf.codes
+        b = 0
+        n = mark = 0
+        has_phi = cf.has_phi
+        try:
+            while True:
+                code = codes[b]
+                if type(code) is not tuple:
+                    code = self._prepare(cf, b, code)
+                name = names[b]
+                if name is not None:
+                    report(fname, name)
+                size, body, term, label = code
+                n += size
+                if has_phi and label is not None:
+                    env[3] = env.get(2)
+                    env[2] = label
+                for f in body:
+                    f(env)
+                t = term(env)
+                if t <= b:
+                    if t == RET:
+                        leave()
+                        return env.get(0)
                     cf.work += n - mark
                     mark = n
                     if cf.work > cf.budget and self.promote_enabled and not env.get(_SPEC_KEY):

@@ -29,9 +29,10 @@ For a tracer or a native engine: `compile_program(prog, ...)` returns the
 `CompiledProgram`, whose `codes` map function indices to `FunctionCode`
 objects (blocks in layout order, variables at block entry, generated source,
 `entry_source()` to start a function at any block with given variables); see
-`bril.codegen`.  `run(..., recorder=R)` (or `run_recording`) runs the
-functions' recording variants, which report entries, blocks and returns to R
-(`brili --trace`).
+`bril.codegen`.  `run(..., recorder=R)` (or `run_recording`) reports function
+entries, blocks and returns to R (`brili --trace`), the same events in every
+tier: the cold tier reports them itself, and promotes hot functions to their
+recording variants (`record`, `osrrecord`).
 """
 
 import io
@@ -113,6 +114,7 @@ class CompiledProgram:
         self.codes = {}             # global function index -> FunctionCode
         self.cache = None           # a bril.codecache.CodeCache for generated code
         self.jit_mode = False       # promote to the jit variant (brili --jit)
+        self.record_mode = False    # promote to the record variant (a trace recorder runs)
         self.eager_functions = set()    # promoted at their first call (the JIT's profile)
         self.jit_code_loops = {}    # jit variants' Python names -> their loops' lines
         if native_heap:
@@ -180,6 +182,8 @@ class CompiledProgram:
         ns.update(links.constants)
         for i in links.callees:
             name = function_name(i, self.linked.functions[i].get("name", ""))
+            if self.record_mode:
+                name += "__record"      # (recording variants call recording variants)
             if name not in ns:
                 ns[name] = self.cold.stub(i)
         for name, i, variant in links.variants:
@@ -231,11 +235,14 @@ class CompiledProgram:
 
     def promote(self, cf):
         """The generated code of the function the cold tier's cf runs, now bound
-        to its Python name (later calls run it): its normal variant, or under the
-        JIT its jit variant (with counters that hand hot loops to native code)."""
+        to its Python name (later calls run it): its normal variant, under the
+        JIT its jit variant (with counters that hand hot loops to native code),
+        with a trace recorder its record variant."""
         if self.jit_mode:
             fast = self.jit_wrap(cf.index, self.load(cf.index, "jit"))
             cf.fast = self.ns[function_name(cf.index, cf.name)] = fast
+        elif self.record_mode:
+            fast = cf.fast = self.load(cf.index, "record")
         else:
             fast = cf.fast = self.load(cf.index, "normal")
         return fast
@@ -249,13 +256,23 @@ class CompiledProgram:
             entries = cf.osr_headers = {}
         if block in entries:
             return entries[block]
-        # (under the JIT, the osr variant with the JIT's loop counters)
-        variant = "osrjit" if self.jit_mode else "osr"
+        # (under the JIT, the osr variant with the JIT's loop counters; recording, the
+        # one reporting to the recorder)
+        variant = "osrjit" if self.jit_mode else "osrrecord" if self.record_mode else "osr"
         entry, links = self.load_with_links(cf.index, variant, block)
         if entry is not None and links.label_ids is not None:
             entry = _phi_labels_to_ids(entry, links.label_ids)
         entries[block] = entry
         return entry
+
+    def stop_recording(self):
+        """The recorder stopped listening (its budget ran out): no more events, and
+        functions promoted from now on get their normal variants."""
+        self.ns.update(_RE=_no_event, _RB=_no_event, _RL=_no_event)
+        self.record_mode = False
+        cold = self.__dict__.get("_cold")
+        if cold is not None:
+            cold.stop_recording()
 
     def _dump_more(self, src):
         dump = _dump_requested()
@@ -314,6 +331,10 @@ class CompiledProgram:
 
 # Variants kept in the code cache (the others carry hooks numbered per run).
 _CACHED_VARIANTS = ("normal", "generic", "osr", "osrjit", "entry", "jit", "jitx")
+
+
+def _no_event(*args):
+    pass
 
 
 def _links_from_data(data):
@@ -467,8 +488,8 @@ def run(prog, argv=(), *, out=None, base_dir=None, lib_dirs=(), filename=None,
     in the cold tier (`bril.cold`: nothing prepared that does not run) and moves
     hot functions to generated Python, also in the middle of a loop; "cold"
     never leaves the cold tier; "fast" generates Python for every function
-    reachable from @main before the first instruction.  Recording (`recorder`)
-    and the JIT (`jit`) run in "fast".  `promote_after` (tests): promote a
+    reachable from @main before the first instruction.  A recording run
+    (`recorder`) reports the same events in every tier.  `promote_after` (tests): promote a
     function once it ran that many instructions in the cold tier, whatever its
     size (0: at its first backward jump or second call).  `cache`: a
     `bril.codecache.CodeCache` where generated code is looked up before it is
@@ -480,9 +501,12 @@ def run(prog, argv=(), *, out=None, base_dir=None, lib_dirs=(), filename=None,
     With `native_heap`, the heap lives in brilrt's region table, shared with
     native code (`bril.heap.NativeHeap`; statically typed programs only).
 
-    With a `recorder` (a `bril.trace_record.Recorder`), the functions run in
-    their recording variants, reporting function entries, basic blocks and
-    returns to it (slower; used by `brili --trace`).
+    With a `recorder` (a `bril.trace_record.Recorder`), function entries, basic
+    blocks and returns are reported to it (`brili --trace`): by the cold tier
+    (`ColdEngine.record_to`) and by the recording variants of generated code it
+    promotes hot functions to (`record`, and `osrrecord` for on-stack
+    replacement), so nothing is analysed or generated for code that stays
+    cold; with tier "fast", every reachable function's record variant up front.
 
     With `check_facts` (default: the environment variable BRIL_CHECK_FACTS=1), the
     generated code asserts every range fact of `bril.typecheck` it relies on (no
@@ -499,18 +523,24 @@ def run(prog, argv=(), *, out=None, base_dir=None, lib_dirs=(), filename=None,
     try:
         if recorder is not None:
             compiled.ns.update(_RE=recorder.enter, _RB=recorder.block, _RL=recorder.leave)
+            on_stop = getattr(recorder, "on_stop", None)
+            if on_stop is not None:
+                on_stop.append(compiled.stop_recording)
         if jit is not None:
             jit.source = (prog, base_dir, list(lib_dirs), filename)
             jit = jit.attach(compiled)
-        if recorder is not None:
-            tier = "fast"
+        if recorder is not None and jit is not None:
+            raise ValueError("a run cannot both record and use the JIT")
         compiled.jit_mode = jit is not None
+        compiled.record_mode = recorder is not None
         if tier not in TIERS:
             raise ValueError(f"tier must be one of {TIERS}")
         if tier != "fast":
             cold = compiled.cold
             cold.promote_enabled = tier == "auto"
             cold.budget = promote_after
+            if recorder is not None:
+                cold.record_to(recorder)
             if jit is not None and promote_after is None:
                 # Under the JIT a function is generated (with its hot-loop counters)
                 # early enough that `--hot N` still means N visits, roughly.

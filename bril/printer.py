@@ -137,13 +137,29 @@ def program_json(prog, sort_keys=True):
                 fvalue = func[fkey]
                 out.append(("\n      " if j == 0 else ",\n      ") + enc(fkey) + ": ")
                 if fkey != "instrs" or type(fvalue) is not list or not fvalue:
-                    out.append(generic(fvalue, "      "))
+                    out.append(_field_json(fvalue, "      ", enc, generic, order))
                     continue
                 _instrs_json(fvalue, out, enc, generic, sort_keys)
             out.append("\n    }")
         out.append("\n  ]")
     out.append("\n}")
     return "".join(out)
+
+
+def _field_json(v, ind, enc, generic, order):
+    """A function's field other than its instructions: its name and type (strings)
+    and its parameters (dicts of strings) directly, anything else by `generic`."""
+    if type(v) is str:
+        return enc(v)
+    if type(v) is list and v and all(
+            type(p) is dict and p and all(type(k) is str and type(x) is str
+                                          for k, x in p.items()) for p in v):
+        inner = ind + "  "
+        keys = ",\n" + inner + "  "
+        items = ["{\n" + inner + "  " + keys.join(enc(k) + ": " + enc(p[k]) for k in order(p))
+                 + "\n" + inner + "}" for p in v]
+        return "[\n" + inner + (",\n" + inner).join(items) + "\n" + ind + "]"
+    return generic(v, ind)
 
 
 def _instrs_json(instrs, out, enc, generic, sort_keys):

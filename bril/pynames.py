@@ -22,7 +22,7 @@ VARIANT_SUFFIX = {"normal": "", "generic": "__generic", "entry": "__entry", "jit
 def variant_name(index, name, variant, osr=None):
     """The Python name a variant of function number `index` is defined as (`osr`:
     the block index an osr variant is entered at)."""
-    if variant in ("osr", "osrjit"):
+    if variant in ("osr", "osrjit", "osrrecord"):
         return f"{function_name(index, name)}__{variant}{osr}"
     return function_name(index, name) + VARIANT_SUFFIX[variant]
 

@@ -88,72 +88,144 @@ class _Recording:
 
 
 class Recorder:
-    def __init__(self, funcs, infos, hot=56, max_events=4000, max_seq=5_000):
+    """Listens to a recording run.  `budget`: block events it takes in before it
+    stops listening, each counted once plus once per recording that sees it
+    (None: no end); then the iterations being recorded are
+    dropped and `on_stop`'s callables are called (the engine's: stop reporting,
+    run the rest at full speed).  The recorded sequences are then a prefix of
+    the run, as with `max_seq`; the count of each event is deterministic, so
+    where recording stops is too."""
+
+    def __init__(self, funcs, infos, hot=56, max_events=4000, max_seq=5_000, budget=None):
         self.funcs = funcs
         self.infos = infos              # name -> trace_build.FunctionInfo (shared)
         self.hot = hot
         self.max_events = max_events
         self.max_seq = max_seq
-        self.loops = {}                 # (func, header) -> LoopStats
+        self._loops = {}                # (func, header) -> LoopStats
         self._headers = {}              # func -> {header: LoopStats}
+        self._order = {}                # func -> rank of its first block event
+        self._early = {}                # func -> {block: visits} until its loops are known
         self.frames = []                # per frame: list of active _Recording
+        self.left = budget if budget is not None else 1 << 62   # block events to take in
+        self.stopped = False
+        self.on_stop = []
         self.active = []                # all active recordings, every frame
 
+    @property
+    def loops(self):
+        """(func, header) -> LoopStats of every function whose loops were looked
+        at, functions in the order of their first block event."""
+        order = self._order
+        return dict(sorted(self._loops.items(), key=lambda kv: order.get(kv[0][0], -1)))
+
     def headers_of(self, fname):
+        """{header: LoopStats} of fname's loops (found on first use)."""
         hs = self._headers.get(fname)
         if hs is None:
             from .trace_build import FunctionInfo
             info = self.infos.get(fname)
             if info is None:
                 info = self.infos[fname] = FunctionInfo(self.funcs[fname])
+            early = self._early.pop(fname, {})
             hs = {}
             for loop in natural_loops(info.cfg):
                 st = LoopStats(fname, loop.header, frozenset(loop.body))
-                hs[loop.header] = self.loops[(fname, loop.header)] = st
+                st.visits = early.get(loop.header, 0)
+                hs[loop.header] = self._loops[(fname, loop.header)] = st
             self._headers[fname] = hs
         return hs
 
+    def max_visits(self):
+        """The visits of the busiest loop header so far."""
+        best = max((st.visits for st in self._loops.values()), default=0)
+        for fname, early in list(self._early.items()):
+            # A function whose loops were never looked at: only if one of its
+            # labeled blocks (a header has a label) ran more often than that header.
+            cands = [b for b, n in early.items() if n > best]
+            if any(b.startswith("_b.") for b in cands):
+                labels = {i.get("label") for i in self.funcs[fname].get("instrs", ())}
+                cands = [b for b in cands if b in labels]
+            if cands:
+                best = max([best] + [st.visits for st in self.headers_of(fname).values()])
+        return best
+
     # --- events from the engine ------------------------------------------------------
 
+    def stop(self):
+        """Stop listening: the iterations being recorded are dropped (as when a
+        return cuts one short), every later event is ignored."""
+        self.stopped = True
+        self.left = -1
+        self.frames = []
+        self.active = []
+        for fn in self.on_stop:
+            fn()
+
     def enter(self, fname):
-        self.frames.append([])
+        if not self.stopped:
+            self.frames.append([])
 
     def leave(self):
+        if self.stopped:
+            return
         recs = self.frames.pop()
         for r in recs:                  # an iteration cut short by a return: drop it
             self.active.remove(r)
 
     def block(self, fname, bname):
+        # (the budget counts work: an event costs more the more recordings see it)
+        self.left -= 1 + len(self.active)
+        if self.left < 0:
+            if not self.stopped:
+                self.stop()
+            return
         ev = (fname, bname)
         recs = self.frames[-1]
-        # Close or continue this frame's recordings (outermost first).
-        for r in list(recs):
-            st = r.stats
-            if bname == st.header:
-                if r.long:
-                    st.outcome(LONG, self.max_seq)
-                else:
-                    r.events.append(ev)
-                    st.outcome(st.path_id(tuple(r.events)), self.max_seq)
-                r.events = [ev]
-                r.long = False
-            elif bname not in st.body:
-                st.outcome(EXIT if r.long else st.exit_id(tuple(r.events) + (ev,)),
-                           self.max_seq)
-                recs.remove(r)
-                self.active.remove(r)
-        # Every recording in every frame sees the event (callee blocks included).
-        for r in self.active:
-            if r.events and r.events[-1] is not ev and not r.long:
-                if len(r.events) >= self.max_events:
-                    r.long = True
-                    r.events = []
-                else:
-                    r.events.append(ev)
-        st = self.headers_of(fname).get(bname)
+        active = self.active
+        if active:
+            # Close or continue this frame's recordings (outermost first).
+            for r in list(recs):
+                st = r.stats
+                if bname == st.header:
+                    if r.long:
+                        st.outcome(LONG, self.max_seq)
+                    else:
+                        r.events.append(ev)
+                        st.outcome(st.path_id(tuple(r.events)), self.max_seq)
+                    r.events = [ev]
+                    r.long = False
+                elif bname not in st.body:
+                    st.outcome(EXIT if r.long else st.exit_id(tuple(r.events) + (ev,)),
+                               self.max_seq)
+                    recs.remove(r)
+                    active.remove(r)
+            # Every recording in every frame sees the event (callee blocks included).
+            for r in active:
+                if r.events and r.events[-1] is not ev and not r.long:
+                    if len(r.events) >= self.max_events:
+                        r.long = True
+                        r.events = []
+                    else:
+                        r.events.append(ev)
+        hs = self._headers.get(fname)
+        if hs is None:
+            # A function's loops are looked for only once one of its blocks has run
+            # `hot` times (none of its headers can be hot before): until then, the
+            # blocks count their visits (cold code costs no CFG).
+            early = self._early.get(fname)
+            if early is None:
+                early = self._early[fname] = {}
+                self._order.setdefault(fname, len(self._order))
+            n = early.get(bname, 0) + 1
+            if n < self.hot:
+                early[bname] = n
+                return
+            hs = self.headers_of(fname)
+        st = hs.get(bname)
         if st is not None:
             st.visits += 1
             if st.visits >= self.hot and not any(r.stats is st for r in recs):
                 r = _Recording(st, ev)
                 recs.append(r)
-                self.active.append(r)
+                active.append(r)

@@ -544,6 +544,18 @@ def choose_chain(funcs, infos, stats, livecache, min_share=0.05, min_count=8,
     total = sum(stats.counts)
     if total < min_count:
         return None
+    # The candidates do not depend on `first_exits`: built once per loop (the
+    # second selection reuses them).
+    key = (min_share, min_count)
+    memo = stats.__dict__.setdefault("candidates", {})
+    cands = memo.get(key)
+    if cands is None:
+        cands = memo[key] = _candidates(funcs, infos, stats, livecache, total, min_share,
+                                        min_count)
+    return _best_chain(infos, stats, cands, first_exits)
+
+
+def _candidates(funcs, infos, stats, livecache, total, min_share, min_count):
     cands = []
     for k in UNROLLS:
         for pattern in frequent_patterns(stats, k):
@@ -557,6 +569,10 @@ def choose_chain(funcs, infos, stats, livecache, min_share=0.05, min_count=8,
                 continue
             if not (c.cut and k > 1):
                 cands.append(c)
+    return cands
+
+
+def _best_chain(infos, stats, cands, first_exits):
     # Grow chains a candidate at a time, keeping the BEAM best of each length:
     # a trace that loses alone (its first pass taxes the other phase) can win
     # behind one that takes that phase.

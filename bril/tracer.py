@@ -32,6 +32,7 @@ points in the original code are labels `H.trace.rN`, side-exit stubs
 
 import copy
 import io
+import os
 import time
 from dataclasses import dataclass, field
 
@@ -48,6 +49,15 @@ from .trace_select import MARK, chain_instrs, choose_chain
 # good traces).
 CHECK_TIME_SLACK = 10.0
 CHECK_TIME_FACTOR = 20.0
+# When no loop got hot, `-O` alone is tried only on programs of at most this many
+# instructions (its cost grows with the program, the run's does not).
+SMALL_PROGRAM = 500
+# Block events a recording run takes in (each counted once plus once per iteration
+# being recorded that it joins); then the recorder stops listening and the program
+# runs on at full speed (the traces are chosen from that prefix of the run, the
+# checking runs judge them on the whole of it).  BRIL_TRACE_BUDGET: another
+# budget (experiments).
+RECORD_BUDGET = int(os.environ.get("BRIL_TRACE_BUDGET", 300_000))
 
 
 def select(funcs, infos, recorder, first_exits=True):
@@ -154,7 +164,23 @@ def trace_program(prog, argv, *, hot=56, out=None, run=None, record=None, optimi
         limit = CHECK_TIME_SLACK + CHECK_TIME_FACTOR * (time.perf_counter() - started)
         run = lambda p, a: interp.run_capture(p, a, timeout=limit)  # noqa: E731
     original_out = buf.getvalue()
-    visits = max((st.visits for st in rec.loops.values()), default=0)
+    visits = rec.max_visits()
+    if not any(st.counts for st in rec.loops.values()):
+        # Nothing got hot: no loop to trace, no recording of `-O`, no candidates;
+        # only a small program is worth `-O` alone (checked by one plain run).
+        if optimize and sum(len(f.get("instrs") or ()) for f in prog["functions"]) \
+                <= SMALL_PROGRAM:
+            base = _optimized(prog)
+            if base is not None:
+                try:
+                    o_out, o_count = run(base, argv)
+                except BrilError:
+                    o_out = None
+                if o_out == original_out and o_count <= count:
+                    return TraceResult(base, [], count, o_count, original_out, o_out, [],
+                                       visits, True, o_count)
+        return TraceResult(prog, [], count, count, original_out, original_out, [], visits,
+                           False, count)
     # Candidates: traces in the original, and (with `optimize`) traces in the
     # `-O` program, or the `-O` program alone; the estimates are only
     # estimates, so each is checked on the training input and the one that
@@ -213,7 +239,7 @@ def _paying(base, chains, argv, run, original_out, base_count):
 
 def _recorder(prog, hot):
     funcs = {f["name"]: f for f in prog["functions"]}
-    return Recorder(funcs, {}, hot=hot)
+    return Recorder(funcs, {}, hot=hot, budget=RECORD_BUDGET)
 
 
 def report(result):

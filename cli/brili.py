@@ -49,7 +49,9 @@ options:
                of them spliced in (ordinary Bril that any Bril tool runs);
                traces are also recorded on the -O program (bril-opt -O), and
                OUT.json is whichever of original + traces, -O alone and -O +
-               traces runs the fewest instructions on these ARGS
+               traces runs the fewest instructions on these ARGS; when no loop
+               got hot, the original program (or -O alone, for programs of at
+               most 500 instructions, if it runs fewer)
   --trace-no-opt
                with --trace: only trace the program as it is (no -O)
   --hot N      a loop header is hot after N visits (default 56 for --trace,
