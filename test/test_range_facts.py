@@ -101,14 +101,16 @@ def test_checking_mode_asserts_the_facts_it_relies_on(monkeypatch, how):
 
 def test_a_wrong_sign_fact_is_reported(monkeypatch):
     # An analysis that believes every sign test proves x >= 0 after the join.
-    real = tc.State._merge_ranges
+    real = tc._Analysis.merge
 
-    def merge_keeping_positive(self, other, widen, new_keys):
-        changed = real(self, other, widen, new_keys)
-        if "x" in self.types and "one" in self.types:
-            self.ranges["x"] = (1, INT_MAX)
-        return changed
-    monkeypatch.setattr(tc.State, "_merge_ranges", merge_keeping_positive)
+    def merge_keeping_positive(self, s, o, widen=False):
+        (values, deps), changed = real(self, s, o, widen)
+        x = self.ids.get("x")
+        v = self.get(values, x) if x is not None else None
+        if v is not None:       # (the only merge is at .join)
+            values = self.put(values, {x: (v[0], v[1], (1, INT_MAX), v[3])})
+        return (values, deps), changed
+    monkeypatch.setattr(tc._Analysis, "merge", merge_keeping_positive)
     prog = parse_program(DIV_AFTER_JOIN)
     assert outcome(prog, ["-17"]).stdout.startswith("-2 ")       # floor division: wrong
     got = outcome(prog, ["-17"], check_facts=True)
@@ -121,8 +123,8 @@ def test_a_wrong_divisor_or_dividend_fact_is_reported(monkeypatch):
     monkeypatch.setattr(tc, "_div_range", lambda a, b: (0, 0))
     real = tc._result_range
 
-    def claims_nonneg(ft, instr, st, args):
-        out = real(ft, instr, st, args)
+    def claims_nonneg(ft, instr, aids, vals):
+        out = real(ft, instr, aids, vals)
         if instr["op"] == "div":
             ft.nonneg[id(instr)] = (True, True)
         return out
@@ -293,6 +295,7 @@ def test_a_negated_equality_moves_a_bound_equal_to_the_constant():
       ret;
     .zero:
     .never:
+      print x;
     }""")
     func = prog["functions"][0]
     blocks = codegen.build_blocks(func)
