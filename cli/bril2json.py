@@ -5,7 +5,6 @@ import sys
 import click
 
 from bril.cli import PLUGIN_HELP
-
 from bril.errors import run_click
 
 

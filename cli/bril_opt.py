@@ -6,8 +6,6 @@ import click
 
 from bril.cli import PLUGIN_HELP
 
-from bril.errors import BrilError
-
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]},
                epilog=PLUGIN_HELP)
