@@ -8,22 +8,26 @@
 * Agreement with the engines' load-time check (`bril.program.check_program`,
   which `brili` applies): over the corpus and the property generator's programs,
   a program passes the load check exactly when `bril-check` finds no shape problem,
-  and every generated (well-typed, running) program checks clean.
+  and every generated (well-typed, running) program checks clean; an operand of the
+  wrong type injected into a generated program is reported by `bril-check`, and
+  `brili` stops with a type error only there.
 * Programs broken on purpose, and the command itself (exit codes, positions,
   start-up without lark for JSON).
 """
 
+import copy
 import json
 import subprocess
 import sys
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 import strategies
 from corpus import CONFORMANCE, bril_files, case_id
 
 from bril.errors import BrilError
+from bril.ops import OPS
 from bril.program import check_program
 from bril.rules import problems, shape_problems
 from bril.text import parse_program
@@ -188,3 +192,40 @@ def test_json_check_imports_no_lark():
             "assert 'lark' not in sys.modules; print('ok')")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True)
     assert r.stdout == b"ok\n", r.stderr
+
+
+_PRIMS = ("int", "bool", "float", "char")
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(case=strategies.cases(), data=st.data())
+def test_injected_type_errors_are_found_and_brili_agrees(case, data):
+    """An operand of the wrong type put into a well-typed program: bril-check reports
+    it, and brili, if it runs that instruction, stops with a type error there (and
+    never with a type error the checker did not see)."""
+    from bril.interp import run_capture
+    prog = copy.deepcopy(case.prog)
+    sites = []
+    for func in prog["functions"]:
+        types = {a["name"]: a["type"] for a in func.get("args") or []}
+        types.update((i["dest"], i["type"]) for i in func["instrs"]
+                     if "dest" in i and isinstance(i.get("type"), str))
+        for instr in func["instrs"]:
+            op = OPS.get(instr.get("op"))
+            if op is None or not op.args or instr["op"] == "set" or \
+                    len(instr.get("args") or ()) != len(op.args):
+                continue
+            for k, want in enumerate(op.args):
+                wrong = sorted(v for v, t in types.items() if t in _PRIMS and t != want)
+                if want in _PRIMS and wrong:
+                    sites.append((instr, k, wrong))
+    assume(sites)
+    instr, k, wrong = data.draw(st.sampled_from(sites))
+    instr["args"][k] = data.draw(st.sampled_from(wrong))
+    found = [p.message for p in problems(prog)]
+    assert any(f"arg {k} for {instr['op']}" in m for m in found), found
+    try:
+        run_capture(prog, case.argv)
+    except BrilError as e:
+        if "must be a" in e.message:
+            assert e.message.startswith(f"{instr['op']} argument"), e.message
