@@ -183,6 +183,16 @@ def test_trace_pass_checked_like_the_tracers_own_traces(tmp_path):
     assert "Traceback" not in r.stderr.decode()
 
 
+def test_trace_pass_needs_trace_and_known_passes(tmp_path):
+    prog = b'{"functions": [{"name": "main", "instrs": []}]}'
+    for args, says in [(["--trace-pass", "tdce"], "--trace-pass and --load need --trace"),
+                       (["--trace", "t.json", "--trace-pass", "nosuch"], "unknown pass 'nosuch'"),
+                       (["--trace", "t.json", "--trace-pass"], "needs an argument")]:
+        r = _run(["brili", *args], prog, cwd=tmp_path)
+        assert r.returncode == 2 and says in r.stderr.decode(), r.stderr
+        assert len(r.stderr.splitlines()) == 1
+
+
 def test_trace_pass_exact_on_the_benchmarks(capsys):
     from bril import trace_plugin
     from bril.tracer import trace_program
