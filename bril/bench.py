@@ -21,7 +21,13 @@ text after the first `ARGS: ` in the file.  The result of a run is group 1 of
 These are brench's rules, kept exactly so that CSVs from both tools compare.
 Beyond brench: `{file}` in a command is the benchmark's path (shell-quoted),
 rows come in a fixed order (files as given, each glob's matches sorted, runs
-in configuration order), and results can be plotted (`plot`).
+in configuration order), and results can be plotted (`plot`).  A run may give
+passes instead of a pipeline, by name or spec as `bril-opt` takes them (plug-ins
+included, `bril.passes.registry`), checked when the configuration is read:
+
+    [runs.mine]
+    passes = ["O", "dse", "mypkg.passes:fold"]     # run through bril-opt, then brili -p
+    load = [["examples/dead_stores.py", "dse"]]    # optional: bril-opt --load FILE NAME
 """
 
 import csv
@@ -122,8 +128,10 @@ def parse_config(text, source="config"):
         raise bad("'runs' must hold at least one [runs.NAME] table")
     pipelines = {}
     for name, run in runs.items():
+        if isinstance(run, dict) and "passes" in run and "pipeline" not in run:
+            run = dict(run, pipeline=_passes_pipeline(name, run, bad))
         if not isinstance(run, dict) or "pipeline" not in run:
-            raise bad(f"run '{name}' has no 'pipeline'")
+            raise bad(f"run '{name}' has no 'pipeline' (or 'passes')")
         pipe = run["pipeline"]
         if not isinstance(pipe, list) or not pipe or not all(isinstance(c, str) for c in pipe):
             raise bad(f"run '{name}': 'pipeline' must be a non-empty list of shell commands")
@@ -166,6 +174,27 @@ def benchmark_args(text):
     """The `{args}` of a benchmark: what follows the first `ARGS: `, as brench reads it."""
     m = ARGS_RE.search(text)
     return m.group(1) if m else ""
+
+
+def _passes_pipeline(name, run, bad):
+    """The pipeline of a run given as `passes` (and `load`): bril2json, bril-opt, brili."""
+    passes, loads = run["passes"], run.get("load", [])
+    if not isinstance(passes, list) or not all(isinstance(p, str) for p in passes):
+        raise bad(f"run '{name}': 'passes' must be a list of pass names or specs")
+    if not isinstance(loads, list) or not all(
+            isinstance(x, list) and len(x) == 2 and all(isinstance(y, str) for y in x)
+            for x in loads):
+        raise bad(f"run '{name}': 'load' must be a list of [FILE.py, NAME] pairs")
+    from .passes import registry
+    try:
+        for path, pname in loads:
+            registry.load_file(path, pname)
+        registry.resolve_all(passes)
+    except BrilError as e:
+        raise bad(f"run '{name}': {e.message}") from None
+    opt = ["bril-opt"] + [w for pair in loads for w in ("--load", *pair)] + passes
+    quoted = shlex.join(opt).replace("{", "{{").replace("}", "}}")
+    return ["bril2json", quoted, "brili -p {args}"]
 
 
 # --- running -------------------------------------------------------------------------

@@ -17,6 +17,7 @@ are only an error when a call (or the start of @main) looks the name up.
 import os
 
 from .errors import BrilError
+from . import messages as M
 
 
 class Module:
@@ -46,9 +47,9 @@ class LinkedProgram:
         """Global index of `name` in module's namespace, or the reference's error text."""
         found = module.names.get(name)
         if not found:
-            return f"no function of name {name} found"
+            return M.text(M.NO_FUNCTION, name=name)
         if len(found) > 1:
-            return f"multiple functions of name {name} found"
+            return M.text(M.MULTIPLE_FUNCTIONS, name=name)
         return found[0]
 
     def resolve_call(self, caller_index, name):

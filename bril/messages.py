@@ -29,6 +29,8 @@ FUNCS_COUNT = "expecting 1 functions; found {found:d}"
 ARITY = "function expected {expected:d} arguments, got {found:d}"
 RET_ARGCOUNT = "ret takes 0 or 1 argument(s); got {found:d}"
 RECURSION = "recursion too deep (more than {depth:d} nested calls)"
+NO_FUNCTION = "no function of name {name} found"
+MULTIPLE_FUNCTIONS = "multiple functions of name {name} found"
 
 # --- values ----------------------------------------------------------------------
 

@@ -42,119 +42,72 @@ def parse_json(text):
     return json.loads(text)
 
 
-def _where(func, index):
-    return f"@{func}, instruction {index}"
-
-
-def _check_type(t, ctx):
-    inner = t
-    while isinstance(inner, dict) and len(inner) == 1:     # a loop, not recursion
-        (k, inner), = inner.items()
-        if not isinstance(k, str):
-            break
-    if isinstance(inner, str):
-        return
-    import json
-    raise BrilError(f"{ctx}: malformed type {json.dumps(t)}")
-
-
-def _check_str_list(instr, key, ctx):
-    v = instr.get(key)
-    if v is None:
-        return
-    if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
-        raise BrilError(f"{ctx}: field '{key}' must be a list of strings")
-
-
 _CONST_TYPES = (bool, int, float, str)
 
 
-def _check_instruction(instr, name, i):
-    """The thorough check of one instruction; raises BrilError if it is malformed."""
-    ctx = _where(name, i)
-    if "op" not in instr:
-        if not isinstance(instr.get("label"), str):
-            raise BrilError(f"{ctx}: neither an instruction (no 'op') nor a label")
-        return
-    op = instr["op"]
-    if not isinstance(op, str):
-        raise BrilError(f"{ctx}: 'op' must be a string")
-    if op not in OPS:
-        raise BrilError(f"{ctx}: unknown opcode {op}")
-    for key in ("args", "funcs", "labels"):
-        _check_str_list(instr, key, ctx)
-    if "dest" in instr and not isinstance(instr["dest"], str):
-        raise BrilError(f"{ctx}: 'dest' must be a string")
-    if "type" in instr:
-        _check_type(instr["type"], ctx)
-    if op == "const":
-        if "dest" not in instr:
-            raise BrilError(f"{ctx}: const needs a 'dest'")
-        v = instr.get("value")
-        if not isinstance(v, (bool, int, float, str)):
-            raise BrilError(f"{ctx}: const needs a number, boolean or char 'value'")
-
-
 def check_program(prog):
-    """Raise BrilError if `prog` is not a structurally valid Bril program."""
-    if not isinstance(prog, dict):
-        raise BrilError("program must be a JSON object with a 'functions' list")
-    funcs = prog.get("functions")
-    if not isinstance(funcs, list):
-        raise BrilError("program must have a 'functions' list")
-    imports = prog.get("imports", [])
-    if not isinstance(imports, list):
-        raise BrilError("'imports' must be a list")
-    for imp in imports:
-        if not (isinstance(imp, dict) and isinstance(imp.get("path"), str)
-                and isinstance(imp.get("functions"), list)
-                and all(isinstance(f, dict) and isinstance(f.get("name"), str)
-                        and isinstance(f.get("alias", ""), str)
-                        for f in imp["functions"])):
-            raise BrilError("malformed import: needs 'path' and a 'functions' list of names")
-    for func in funcs:
-        if not isinstance(func, dict) or not isinstance(func.get("name"), str):
-            raise BrilError("every function needs a string 'name'")
+    """Raise BrilError if `prog` is not a structurally valid Bril program.
+
+    The rules are `bril.rules` (`bril-check` reports every problem they find);
+    this raises the first.  A tight pass over every instruction of every program
+    that imports the rules only when something looks unusual, to ask them what."""
+    if type(prog) is not dict or type(prog.get("functions")) is not list \
+            or type(prog.get("imports", ())) not in (list, tuple) or prog.get("imports"):
+        _raise_header(prog, None)
+    for func in prog["functions"]:
+        if type(func) is not dict or type(func.get("name")) is not str \
+                or type(func.get("instrs")) is not list or type(func.get("args", ())) \
+                not in (list, tuple) or type(func.get("type", "")) is not str:
+            _raise_header(prog, func)
+        for a in func.get("args", ()):
+            if type(a) is not dict or type(a.get("name")) is not str \
+                    or type(a.get("type")) is not str:
+                _raise_header(prog, func)
         name = func["name"]
-        args = func.get("args", [])
-        if not isinstance(args, list):
-            raise BrilError(f"@{name}: 'args' must be a list")
-        for a in args:
-            if not (isinstance(a, dict) and isinstance(a.get("name"), str) and "type" in a):
-                raise BrilError(f"@{name}: every argument needs a 'name' and a 'type'")
-            _check_type(a["type"], f"@{name}")
-        if "type" in func:
-            _check_type(func["type"], f"@{name}")
-        instrs = func.get("instrs")
-        if not isinstance(instrs, list):
-            raise BrilError(f"@{name}: function needs an 'instrs' list")
-        for i, instr in enumerate(instrs):
-            # (one pass over every instruction of every program: kept tight, the
-            # message built only when something is wrong)
+        for i, instr in enumerate(func["instrs"]):
             if type(instr) is not dict:
-                raise BrilError(f"{_where(name, i)}: instruction must be a JSON object")
+                _raise_instruction(instr, name, i)
             op = instr.get("op")
             if op is None:
                 if "op" in instr or type(instr.get("label")) is not str:
-                    _check_instruction(instr, name, i)
+                    _raise_instruction(instr, name, i)
                 continue
             if type(op) is not str or op not in OPS:
-                _check_instruction(instr, name, i)
+                _raise_instruction(instr, name, i)
             for key in ("args", "funcs", "labels"):
                 v = instr.get(key)
                 if v is not None:
                     if type(v) is not list:
-                        _check_instruction(instr, name, i)
+                        _raise_instruction(instr, name, i)
                     for x in v:
                         if type(x) is not str:
-                            _check_instruction(instr, name, i)
+                            _raise_instruction(instr, name, i)
             d = instr.get("dest")
             if (d is not None and type(d) is not str) or ("type" in instr and type(
-                    instr["type"]) is not str):
-                _check_instruction(instr, name, i)
-            elif op == "const" and (d is None or type(instr.get("value")) not in _CONST_TYPES):
-                _check_instruction(instr, name, i)
+                    instr["type"]) is not str) or (op == "const" and (
+                    d is None or type(instr.get("value")) not in _CONST_TYPES)):
+                _raise_instruction(instr, name, i)
     return prog
+
+
+def _raise_header(prog, func):
+    """Raise the first problem the rules find outside instructions (of the program,
+    or of `func`), if there is one."""
+    from . import rules
+    if func is None:
+        problems = rules.program_header_problems(prog)[1]
+    else:
+        problems = rules.function_header_problems(func)[0]
+    for p in problems:
+        raise BrilError(p.text())
+
+
+def _raise_instruction(instr, name, i):
+    """Raise the instruction's shape problem, if the rules find one."""
+    from . import rules
+    msg = rules.instruction_shape(instr)
+    if msg is not None:
+        raise BrilError(f"{rules.where(name, i)}: {msg}")
 
 
 def load_program(text):

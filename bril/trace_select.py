@@ -23,6 +23,7 @@ successful passes, aborted ones and the instructions won or wasted.
 
 from dataclasses import dataclass, field
 
+from . import trace_plugin
 from .dataflow import liveness, live_after_each
 from .ops import FOLDABLE
 from .trace_build import NotTraceable, Replayer
@@ -170,6 +171,8 @@ def build_candidate(funcs, infos, stats, pattern, livecache, tag):
         it.origin for it in items if it.instr["op"] == "guard"}
     items = strengthen_guards(items, fresh, known)
     items = hoist_guards(items)
+    if trace_plugin.PASSES:         # brili --trace-pass: the user's passes on the line
+        items = trace_plugin.apply(items, variable_types(func))
     cut_site = line.cut_site
     cut = find_cut(items)
     if cut is not None:

@@ -130,7 +130,8 @@ def _optimized(prog):
         return None
 
 
-def trace_program(prog, argv, *, hot=56, out=None, run=None, record=None, optimize=True):
+def trace_program(prog, argv, *, hot=56, out=None, run=None, record=None, optimize=True,
+                  passes=()):
     """Run `prog` on `argv` (printing to `out` if given) and return a
     TraceResult whose program has the paying traces spliced in.
 
@@ -145,7 +146,19 @@ def trace_program(prog, argv, *, hot=56, out=None, run=None, record=None, optimi
 
     `record(prog, argv, out, recorder) -> count` runs a program in recording
     mode, `run(prog, argv) -> (stdout, count)` runs one silently (defaults:
-    the interpreter's).  Bril errors in the training run propagate."""
+    the interpreter's).  Bril errors in the training run propagate.
+
+    `passes`: plug-in passes (`bril.passes.registry.Pass`) run on each trace's
+    straight-line code before it is spliced (`bril.trace_plugin`)."""
+    from . import trace_plugin
+    trace_plugin.PASSES[:] = passes
+    try:
+        return _trace_program(prog, argv, hot, out, run, record, optimize)
+    finally:
+        trace_plugin.PASSES[:] = []
+
+
+def _trace_program(prog, argv, hot, out, run, record, optimize):
     from . import interp
     record = record or interp.run_recording
     buf = io.StringIO()

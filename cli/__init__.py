@@ -2,6 +2,9 @@
 
 import gc
 
+# What every command's --help says about plug-in passes.
+PLUGIN_HELP = 'Plug-in passes (bril-opt --load FILE.py NAME, module:function or file.py:function specs, passes installed in the `bril.passes` entry-point group) run in bril-opt, brili --trace --trace-pass SPEC and bril-bench runs (`passes = [...]`); see bril-opt --help.'
+
 
 class no_cycle_collection:
     """Run a batch command (or a phase of one) without Python's cyclic garbage

@@ -7,13 +7,15 @@ import sys
 
 import click
 
+from bril.cli import PLUGIN_HELP
 from bril.errors import run_click
 from bril.errors import BrilError
 
 RENDER_TIMEOUT = 300        # seconds; Graphviz can be slow on very large graphs
 
 
-@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.command(context_settings={"help_option_names": ["-h", "--help"]},
+               epilog=PLUGIN_HELP)
 @click.option("--report", "report_path", metavar="REPORT.json",
               help="A trace report (brili --trace-report): draw its hot paths.")
 @click.option("--svg", "svg_path", metavar="FILE",

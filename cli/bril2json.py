@@ -4,10 +4,12 @@ import sys
 
 import click
 
+from bril.cli import PLUGIN_HELP
 from bril.errors import run_click
 
 
-@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.command(context_settings={"help_option_names": ["-h", "--help"]},
+               epilog=PLUGIN_HELP)
 @click.option("-p", "positions", is_flag=True,
               help='Add source positions ("pos": {"row", "col"}) to functions, '
                    "instructions, labels and imports.")

@@ -4,10 +4,12 @@ import sys
 
 import click
 
+from bril.cli import PLUGIN_HELP
 from bril.errors import run_click
 
 
-@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.command(context_settings={"help_option_names": ["-h", "--help"]},
+               epilog=PLUGIN_HELP)
 def bril2txt():
     """Read a Bril program as JSON on stdin; write it in the text format on stdout.
 

@@ -4,10 +4,13 @@ import sys
 
 import click
 
+from bril.cli import PLUGIN_HELP
 from bril.errors import run_click
 
 
-@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.command(context_settings={"help_option_names": ["-h", "--help"]},
+               epilog="A run may list passes instead of a pipeline: `passes = [\"O\", \"mypkg.passes:fold\"]`, with `load = [[\"FILE.py\", \"NAME\"]]` for passes in files; they run through bril-opt, then brili -p.  "
+               + PLUGIN_HELP)
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None,
               help="Pipelines to run at once (default: the number of cores).")
 @click.option("--plot", "plot_path", metavar="FILE",

@@ -4,35 +4,51 @@ import sys
 
 import click
 
-from bril.errors import BrilError
+from bril.cli import PLUGIN_HELP
 
 
-@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.command(context_settings={"help_option_names": ["-h", "--help"]},
+               epilog=PLUGIN_HELP)
 @click.option("-O", "optimize", is_flag=True,
               help="Run the default optimization pipeline (before any PASS given).")
-@click.option("--list", "list_passes", is_flag=True, help="Describe the passes and exit.")
+@click.option("--load", "loads", nargs=2, multiple=True, metavar="FILE.py NAME",
+              help="Make the function NAME of the Python file FILE.py a pass called NAME "
+                   "(repeatable); it runs where NAME is among the PASSes, else last.")
+@click.option("--list", "list_passes", is_flag=True,
+              help="Describe the passes (with installed plug-ins) and exit.")
 @click.argument("passes", nargs=-1)
-def bril_opt(optimize, list_passes, passes):
+def bril_opt(optimize, loads, list_passes, passes):
     """Read a Bril JSON program on stdin, run the PASSes in order, write JSON on stdout.
 
-    With no PASS and no -O the program is only checked and copied.
+    A PASS is a built-in pass (see --list), a name given to --load, a pass an
+    installed package declares in the entry-point group `bril.passes`, a
+    `module:function` or `file.py:function` spec (a function from a program to
+    a program), or O for the -O pipeline; commas separate passes in one
+    argument (`-O` is `O,PASS...`).  With no PASS and no -O the program is only
+    checked and copied.  A plug-in that raises or returns a malformed program
+    is one `error: pass NAME ...` line, exit status 2.
     """
     from bril.passes import registry
 
+    for path, name in loads:
+        registry.load_file(path, name)
     if list_passes:
-        width = max(len(n) for n in registry.PASSES)
-        for p in registry.PASSES.values():
-            click.echo(f"{p.name:<{width}}  {p.description}")
+        rows = [(p.name, p.description) for p in registry.PASSES.values()]
+        rows += [(p.name, p.description) for p in registry.LOADED.values()]
+        rows += [(name, f"plug-in: {ep.value}") for name, ep in
+                 sorted(registry.entry_points().items())]
+        width = max(len(n) for n, _ in rows)
+        for name, description in rows:
+            click.echo(f"{name:<{width}}  {description}")
         click.echo(f"\n-O runs: {' '.join(registry.O_PIPELINE)}")
         return 0
-    bad = registry.unknown(passes)
-    if bad:
-        raise BrilError(f"unknown pass '{bad[0]}' (see bril-opt --list)")
+    names = (["O"] if optimize else []) + list(passes)
+    names += [name for _, name in loads if name not in passes]
+    pipeline = registry.resolve_all(names)      # every spec resolved before any runs
     from bril.program import load_program
 
     prog = load_program(sys.stdin.buffer.read())
-    names = (registry.O_PIPELINE if optimize else []) + list(passes)
-    prog = registry.run_pipeline(prog, names)
+    prog = registry.run_pipeline(prog, pipeline)
     from bril.printer import program_json
     sys.stdout.write(program_json(prog) + "\n")        # json.dumps(indent=2, sort_keys), faster
     return 0

@@ -35,6 +35,11 @@ options:
   --text        read Bril text (not JSON) from standard input
   -L DIR        also look for imported files in DIR (repeatable)
   -h, --help    show this help
+
+Bril passes run before brilc: bril2json < p.bril | bril-opt -O SPEC... | brilc.
+Plug-in passes: bril-opt --load FILE.py NAME, module:function or
+file.py:function specs, passes installed in the `bril.passes` entry-point
+group (also in brili --trace --trace-pass SPEC and bril-bench runs).
 """
 
 

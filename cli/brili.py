@@ -15,7 +15,8 @@ from bril.cli import no_cycle_collection
 
 USAGE = """\
 usage: brili [-p] [-f FILE | --text] [-L DIR]... [--tier T] [--no-cache]
-             [--trace OUT.json [--hot N] [--trace-report FILE] [--trace-no-opt]]
+             [--trace OUT.json [--hot N] [--trace-report FILE] [--trace-no-opt]
+                               [--trace-pass SPEC]... [--load FILE.py NAME]...]
              [--jit [--hot N] [--jit-background] [--jit-report FILE]] [ARGS...]
        brili --cache-info | --cache-clear
 
@@ -54,6 +55,18 @@ options:
                most 500 instructions, if it runs fewer)
   --trace-no-opt
                with --trace: only trace the program as it is (no -O)
+  --trace-pass SPEC
+               with --trace: run the plug-in pass SPEC on each trace's
+               straight-line code before it is spliced (repeatable; commas
+               separate passes).  SPEC: a name given to --load, a pass an
+               installed package declares in the entry-point group
+               `bril.passes`, module:function, file.py:function, or a built-in
+               pass (bril-opt --list).  The result is checked like the tracer's
+               own traces: a pass that breaks the program is dropped with a
+               warning; one that raises or returns malformed JSON is an error
+  --load FILE.py NAME
+               make the function NAME of FILE.py a pass called NAME (for
+               --trace-pass)
   --hot N      a loop header is hot after N visits (default 56 for --trace,
                1000 for --jit); with --jit, hot code is compiled as soon as
                it is hot (without --hot, only once it has already run long
@@ -97,6 +110,8 @@ class _Options:
         self.hot = None
         self.trace_report = None
         self.trace_no_opt = False
+        self.trace_passes = []
+        self.loads = []
         self.jit = False
         self.jit_background = False
         self.jit_report = None
@@ -150,6 +165,15 @@ def parse_args(argv):
             opts.profile = True         # (as in the reference, a second -p is an argument)
         elif a in _FLAGS:
             setattr(opts, *_FLAGS[a])
+        elif a == "--trace-pass" or a == "--load":
+            need = 1 if a == "--trace-pass" else 2
+            if i + need >= len(argv):
+                raise BrilError(f"option {a} needs {'an argument' if need == 1 else 'FILE.py NAME'}")
+            if a == "--load":
+                opts.loads.append((argv[i + 1], argv[i + 2]))
+            else:
+                opts.trace_passes.append(argv[i + 1])
+            i += need
         elif a in _VALUED or a == "-L":
             if i + 1 >= len(argv):
                 raise BrilError(f"option {a} needs an argument")
@@ -166,6 +190,8 @@ def parse_args(argv):
         else:
             opts.args.append(a)
         i += 1
+    if (opts.trace_passes or opts.loads) and opts.trace is None:
+        raise BrilError("--trace-pass and --load need --trace")
     if opts.jit and opts.trace is not None:
         raise BrilError("--jit and --trace cannot be used together")
     if (opts.jit_report is not None or opts.jit_background) and not opts.jit:
@@ -260,8 +286,14 @@ def _cache_command(command):
 def _trace(prog, opts, out):
     """`--trace`: run once recording, write the traced program (and report)."""
     from bril.tracer import report, report_text, trace_program
+    passes = []
+    if opts.trace_passes or opts.loads:
+        from bril.passes import registry     # (only when plug-ins are asked for)
+        for path, name in opts.loads:
+            registry.load_file(path, name)
+        passes = registry.resolve_all(opts.trace_passes)
     result = trace_program(prog, opts.args, hot=opts.hot or 56, out=out,
-                           optimize=not opts.trace_no_opt)
+                           optimize=not opts.trace_no_opt, passes=passes)
     _write_atomically(opts.trace, _json_text(result.program))
     if opts.trace_report is not None:
         if opts.trace_report.endswith(".json"):

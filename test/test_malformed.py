@@ -40,6 +40,9 @@ READS_FILE_ARGUMENT = {"bril-bench"}
 # Command-line arguments that make a command do its main job on stdin.
 # brilc without -o would write a.out into the working directory.
 DEFAULT_ARGS = {"bril-opt": ["-O"], "brilc": ["--emit-llvm"]}
+# Commands whose job is finding problems: a program with problems exits with 1
+# and one `NAME[:LINE:COL]: error: ...` line per problem.
+CHECKERS = {"bril-check"}
 
 
 def commands():
@@ -269,6 +272,10 @@ def run_case(name, entry, case, tmp):
         return None
     if case.must_succeed:
         return f"{case.name}: exit {r.returncode}, must succeed; stderr: {err[-500:]!r}"
+    if name in CHECKERS and r.returncode == 1:
+        if not lines or not all(": error: " in line for line in lines):
+            return f"{case.name}: every line must be `FILE: error: ...`, got {err[-500:]!r}"
+        return None
     if r.returncode != 2:
         return f"{case.name}: exit {r.returncode} (errors exit with 2); stderr: {err[-500:]!r}"
     if len(lines) != 1 or not lines[0].startswith("error: "):
