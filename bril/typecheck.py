@@ -549,6 +549,8 @@ def _transfer_block(ft, b, st_in):
         if op == "set":
             args = tuple(st.types.get(a, TOP) for a in arg_names[1:2])
             ft.arg_tags[id(instr)] = (TOP,) + args
+            ft.arg_unbound[id(instr)] = (False,) + tuple(a not in st.bound
+                                                        for a in arg_names[1:2])
             if arg_names:
                 key = ("shadow", arg_names[0])
                 st.assign(key, args[0] if args else TOP)

@@ -122,15 +122,7 @@ UNSUPPORTED = {
     "test/interp/dynamic/mem_dynamic_dispatch": "the type ptr<any>",
     "test/interp/dynamic/mem_dynamic_enum": "the type ptr<any>",
     "test/interp/dynamic/mem_dynamic_struct": "the type ptr<any>",
-    "test/interp/ssa/ssa-simple": "the ssa2 extension",
-    "test/interp/ssa/ssa-two-phi": "the ssa2 extension",
-    "test/interp/ssa/ssu-regression": "the ssa2 extension",
-    "test/interp/ssa/swap-problem": "the ssa2 extension",
-    "test/interp/ssa/undef": "the ssa2 extension",
     "test/interp-error/dynamic-error/dynamic_error_simple": "the type any",
-    "test/interp-error/ssa-error/missing-set": "the ssa2 extension",
-    "test/interp-error/ssa-error/undef-add": "the ssa2 extension",
-    "test/interp-error/ssa-error/undef-print": "the ssa2 extension",
     # A value of the wrong type returned: which error the interpreter gives
     # depends on the caller, so brilc refuses ill-typed returns.
     "test/interp-error/core-error/call-return-wrong-type": "`ret b` (type bool)",
@@ -908,15 +900,15 @@ def test_no_count_executables_refuse_profiling(tmp_path):
 
 @pytest.mark.parametrize("args, src, message", [
     ([], "@main { x: any = const 1; print x; }", "error: brilc does not support the type any"),
-    ([], "@main { a: int = const 1; b: int = const 2; set a b; }",
-     "error: brilc does not support the ssa2 extension"),
+    ([], "@main { a: int = const 1; b: bool = const true; set s a; set s b; }",
+     "error: brilc does not support shadow variable s with two types"),
     ([], "@main { a: int = const 1; a: bool = const true; }",
      "error: brilc does not support variable a with two types"),
     ([], "@main(p: ptr<int>) { }", "error: brilc does not support a ptr<int> parameter"),
     ([], "@notmain { }", "error: no function of name main found"),
     (["-O", "7"], SUM, "error: argument -O: invalid choice"),
     (["--bogus"], SUM, "error: unrecognized arguments: --bogus"),
-], ids=["any", "ssa2", "two-types", "ptr-param", "no-main", "bad-level", "bad-option"])
+], ids=["any", "ssa2-two-types", "two-types", "ptr-param", "no-main", "bad-level", "bad-option"])
 def test_brilc_errors_are_one_line(tmp_path, args, src, message):
     done = brilc(args + ["-o", str(tmp_path / "x")],
                  input=json.dumps(parse_program(src)).encode())
