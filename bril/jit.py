@@ -10,7 +10,7 @@ How a run goes (`bril.interp.run(..., jit=Jit())`):
    variables to `Jit.enter`.  The first time, the JIT chooses the region: the
    outermost loop around that header whose blocks native code can run --
    every path through the loop nest, not only the recorded one, so a loop
-   whose branch changes direction stays native; blocks that return, phi/ssa2
+   whose branch changes direction stays native; blocks that return, phi
    code and speculation still open where control would leave are left out.
    It lowers the region with `bril.jit_lower` (the AOT compiler's per-op
    lowering: one definition of each op), optimizes it at LLVM -O2 and

@@ -12,8 +12,11 @@ Every variable lives in an `alloca` (promoted to registers by LLVM), so a
 The supported language is statically typed Bril: every variable has one
 declared type, and every instruction produces a value of its destination's
 type.  Programs outside it (`any`, a variable of two types, a `ptr` argument
-to @main, an ill-typed `ret`, the ssa and ssa2 extensions) are rejected by
-`Unsupported`, a one-line `BrilError`.  Everything the interpreter reports at
+to @main, an ill-typed `ret`, the ssa extension's `phi`) are rejected by
+`Unsupported`, a one-line `BrilError`.  ssa2 is supported: a shadow variable
+is one more slot (key ("shadow", name)) with a flag saying a `set` wrote it,
+and a variable that may hold `undef`'s value has an undef bit beside it
+(`Lowering.lower_ssa2`).  Everything the interpreter reports at
 run time is reported at run time here too, with the same message, and only
 if the instruction runs: division by zero, heap errors, bad char codes,
 speculation errors, an undefined variable, and the errors the interpreter
