@@ -922,10 +922,13 @@ def test_runaway_recursion_is_an_error(built):
 @given(case=strategies.cases())
 def test_random_programs_behave_as_in_the_interpreter(tmp_path_factory, case):
     # Random well-typed programs (test/strategies.py): calls, recursion, loops,
-    # speculation, memory, run-time errors; on two inputs each.
-    b = build(case.prog, tmp_path_factory.mktemp("random") / "prog")
-    for argv in (case.argv, case.alt_argv):
-        assert_same_as_interpreter(case.prog, b, argv)
+    # speculation, memory, shadow variables, run-time errors; on two inputs each,
+    # as generated and converted to ssa2 by `bril-opt to-ssa`.
+    from bril.passes.ssa import to_ssa
+    for prog in (case.prog, to_ssa(case.prog)):     # and its ssa2 form (set/get/undef)
+        b = build(prog, tmp_path_factory.mktemp("random") / "prog")
+        for argv in (case.argv, case.alt_argv):
+            assert_same_as_interpreter(prog, b, argv)
 
 
 # --- 3. brilc, the op table, the JIT ---------------------------------------------------------
