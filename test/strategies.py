@@ -438,7 +438,7 @@ class _FunctionGen:
             kinds.append("ret")
         if d(st.integers(0, 20)) == 20:
             kinds += ["nop", "labels"]
-        if self.lim.ssa2 and d(st.integers(0, 3)) == 3:
+        if self.lim.ssa2 and d(st.integers(0, 11)) == 11:     # rare: keeps runs short
             kinds.append("shadow")
         kind = self.pick(kinds)
         return getattr(self, "stmt_" + kind)()
@@ -465,7 +465,7 @@ class _FunctionGen:
             then_l, end_l = self.fresh_label(), self.fresh_label()
             self.op(None, None, "br", [c], labels=[then_l, end_l])
             self.label(then_l)
-            if self.lim.maybe_undefined and self.draw(st.integers(0, 5)) == 5:
+            if self.lim.maybe_undefined and self.draw(st.integers(0, 2)) == 2:
                 u = self.fresh_var(typ)
                 self.op(u, typ, "undef")
                 self.defined.discard(u)         # holds no value a use may take
