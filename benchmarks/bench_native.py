@@ -25,8 +25,13 @@ Programs are given as "PATH [ARGS...]": PATH relative to benchmarks/ or, with a
 `corpus:` prefix, to the conformance corpus's benchmarks/ folder; without ARGS
 the file's `# ARGS:` line is used.
 
+`--ssa2` prints another table instead: our benchmarks converted to the ssa2 form
+by `bril-opt to-ssa` (set/get/undef), as brilc executables, against the same
+programs unconverted (larger inputs: native runs of 0.1-0.5 s).
+
 Examples:
   python benchmarks/bench_native.py
+  python benchmarks/bench_native.py --ssa2 --repeat 5
   python benchmarks/bench_native.py --repeat 5 --program "recursion/fib-rec.bril 27"
   python benchmarks/bench_native.py --brilc "brilc -O3"
 
@@ -81,6 +86,17 @@ SHORT_PROGRAMS = [
 ]
 
 GROUPS = [("short", SHORT_PROGRAMS), ("long", LONG_PROGRAMS)]
+
+# Our benchmarks converted to the ssa2 form (`bril-opt to-ssa`: set/get/undef) run
+# natively, against the same programs unconverted (`--ssa2`).
+# Larger inputs than LONG_PROGRAMS': native runs of about 0.1-0.5 s.
+SSA2_PROGRAMS = [
+    "loops/prime-count.bril 3000000",
+    "memory/sieve.bril 30000000",
+    "float/nbody.bril 600000",
+    "char/caesar.bril 8000000 k e y 2718",
+    "memory/merge-sort.bril 1500000 7",
+]
 
 
 def resolve(spec):
@@ -155,7 +171,15 @@ def main(argv=None):
                         help="compilations per program; the best counts (default 1)")
     parser.add_argument("--bril2json", default="bril2json", metavar="CMD",
                         help="text-to-JSON command (default: bril2json)")
+    parser.add_argument("--ssa2", action="store_true",
+                        help="only the ssa2 table: our benchmarks converted by `bril-opt "
+                             "to-ssa`, as brilc executables, against the same programs "
+                             "unconverted (--program to choose them)")
+    parser.add_argument("--to-ssa", default="bril-opt to-ssa", metavar="CMD",
+                        help="the ssa2 conversion, JSON to JSON (default: bril-opt to-ssa)")
     opts = parser.parse_args(argv)
+    if opts.ssa2:
+        return ssa2_table(opts)
 
     if opts.program:
         groups = [("programs", [resolve(s) for s in opts.program])]
@@ -244,6 +268,53 @@ def main(argv=None):
     shutil.rmtree(cache_dir, ignore_errors=True)
     if opts.jit:
         fixed_cost(opts)
+    return 1 if problems else 0
+
+
+def ssa2_table(opts):
+    """Per program: the brilc executable of the program and of its ssa2 conversion,
+    best wall time of --repeat runs each; ssa2 / original."""
+    programs = [resolve(s) for s in (opts.program or SSA2_PROGRAMS)]
+    header = f"{'program':<24}{'args':<24}{'native s':>9}  {'ssa2 s':>9}  {'ratio':>6}"
+    print(f"brilc executables: ssa2 (`{opts.to_ssa}`) vs the original program, wall "
+          f"seconds, best of {opts.repeat}; ratio = ssa2 / original")
+    print(header)
+    print("-" * len(header))
+    problems = 0
+    ratios = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for k, (path, args) in enumerate(programs):
+            original = harness.to_json(path, opts.bril2json)
+            done = subprocess.run(shlex.split(opts.to_ssa), input=original, capture_output=True)
+            line = f"{harness.display_name(path):<24}{' '.join(args)[:22]:<24}"
+            if done.returncode != 0:
+                print(line + f"conversion failed: {done.stderr.decode(errors='replace').strip()}")
+                problems += 1
+                continue
+            runs = []
+            for which, program_json in (("original", original), ("ssa2", done.stdout)):
+                exe = Path(tmp) / f"{which}{k}"
+                _, error = compile_native(opts.brilc, program_json, exe, 1)
+                run = None if error else best_run(str(exe), b"", args, opts.repeat)
+                error = error or run.error
+                if error:
+                    print(line + f"{which}: failed: {error}")
+                    break
+                runs.append(run)
+            if len(runs) < 2:
+                problems += 1
+                continue
+            a, b = runs
+            ratios.append(b.seconds / a.seconds)
+            line += f"{a.seconds:>9.3f}  {b.seconds:>9.3f}  {b.seconds / a.seconds:>5.2f}x"
+            if a.stdout != b.stdout:
+                line += " !"
+                problems += 1
+            print(line, flush=True)
+    print("-" * len(header))
+    if ratios:
+        print(f"ssa2 / original: geometric mean {geomean(ratios):.2f}x, max "
+              f"{max(ratios):.2f}x over {len(ratios)} programs")
     return 1 if problems else 0
 
 

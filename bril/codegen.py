@@ -704,9 +704,12 @@ class _Emitter:
             o.add(ind + 2, f"return {self.links.variant(self.fc.index, 'jitx')}(_r[0], _r[1])")
 
     def emit_jit_resume(self, ind):
-        """Take the variables native code assigned (dict `_r` of local names)."""
-        for v in self.fc.variables:
-            n = var_name(v)
+        """Take the variables (and ssa2 shadows) native code assigned (dict `_r` of
+        local names)."""
+        names = [var_name(v) for v in self.fc.variables]
+        names += [shadow_name(k[1]) for k in sorted(self.fc.generic_types.spec_vars, key=str)
+                  if isinstance(k, tuple)]
+        for n in names:
             self.out.add(ind, f"if {n!r} in _r: {n} = _r[{n!r}]")
 
     # --- blocks -------------------------------------------------------------------------

@@ -31,6 +31,7 @@ speculation is open or no loop header comes by.
 
 from .blocks import build_blocks
 from .errors import BrilError
+from . import messages as M
 from .heap import (load_lines, native_load_lines, native_store_lines, ptradd_lines,
                    store_check_line, store_lines, unpack_line)
 from .ops import HELPERS as OP_HELPERS, INT_MAX, INT_MIN, OPS
@@ -425,9 +426,9 @@ class ColdEngine:
 
     def _op_get(self, cf, instr, args, dest):
         if not isinstance(dest, str):
-            return _raiser("get without corresponding set for undefined")
+            return _raiser(M.text(M.NO_SET, name="undefined"))
         key = ("shadow", dest)
-        msg = f"get without corresponding set for {dest}"
+        msg = M.text(M.NO_SET, name=dest)
 
         def run(env):
             try:

@@ -39,6 +39,7 @@ import io
 import sys
 
 from .errors import BrilError
+from . import messages as M
 from . import heap as heapmod
 from .linker import link
 from .pynames import function_name, var_name, variant_name
@@ -395,11 +396,11 @@ def _translate(exc):
         if who is not None:
             kind, name = who
             if kind == "var":
-                return BrilError(f"undefined variable {name}")
-            return BrilError(f"get without corresponding set for {name}")
+                return BrilError(M.text(M.UNDEFINED_VARIABLE, name=name))
+            return BrilError(M.text(M.NO_SET, name=name))
     if isinstance(exc, KeyError) and exc.args and isinstance(exc.args[0], str):
         # The cold tier keeps variables in a dict: a read of an unset one.
-        return BrilError(f"undefined variable {exc.args[0]}")
+        return BrilError(M.text(M.UNDEFINED_VARIABLE, name=exc.args[0]))
     if isinstance(exc, ZeroDivisionError):
         # `div` on operands known to be non-negative compiles to a bare `//`
         # (ops.py's py_nonneg template), which lets Python catch the zero.

@@ -10,7 +10,7 @@ How a run goes (`bril.interp.run(..., jit=Jit())`):
    variables to `Jit.enter`.  The first time, the JIT chooses the region: the
    outermost loop around that header whose blocks native code can run --
    every path through the loop nest, not only the recorded one, so a loop
-   whose branch changes direction stays native; blocks that return, phi/ssa2
+   whose branch changes direction stays native; blocks that return, phi
    code and speculation still open where control would leave are left out.
    It lowers the region with `bril.jit_lower` (the AOT compiler's per-op
    lowering: one definition of each op), optimizes it at LLVM -O2 and
@@ -44,7 +44,7 @@ import os
 import time
 
 from .errors import BrilError
-from .ops import SSA_OPS
+from .values import UNDEF
 from .resume import Slots, decode_result, encode_arguments, json_type, marshal_source
 
 DEFAULT_HOT = 1000
@@ -85,7 +85,7 @@ _NOT_NATIVE = object()
 # JIT compile the whole function first.
 CALLS_FOR_WHOLE = 8
 
-_SKIP_OPS = SSA_OPS             # (phi state and ssa2 shadows stay interpreted)
+_SKIP_OPS = {"phi"}             # (phi state stays interpreted; ssa2 shadows are slots)
 
 
 
@@ -906,7 +906,7 @@ class Jit:
         slots = region.slots
         heap_names = {}
         src = marshal_source(slots, heap_names)
-        env = {"_M": object()}
+        env = {"_M": object(), "_U": UNDEF}
         if self.heap is not None:
             env["_to_pair"] = self.heap.to_pair
             env["_from_pair"] = self.heap.from_pair
@@ -933,7 +933,7 @@ class Jit:
                 out["regions"].append({
                     "function": fc.name, "header": _block_name(fc, header),
                     "compiled": False,
-                    "why": "its header cannot run natively (a return, phi/ssa2 code, "
+                    "why": "its header cannot run natively (a return, phi code, "
                            "or speculation left open)"})
         self._collect()                     # finished background work
         for native in self.all_calls:

@@ -33,17 +33,27 @@ from .resume import Slots, decode_slot as _decode, encode_slot as _encode
 
 
 def _region_variables(info, region):
+    """(names in slot order, names the region writes): variables, and ssa2 shadows
+    as ("shadow", name)."""
     used, written = set(), set()
     for bi in region:
         for instr in info.blocks[bi].instrs:
-            for a in instr.get("args") or []:
-                used.add(a)
+            args = instr.get("args") or []
             d = instr.get("dest")
+            op = instr.get("op")
+            if op == "set" and args:
+                used.add(("shadow", args[0]))
+                written.add(("shadow", args[0]))
+                args = args[1:]
+            elif op == "get" and isinstance(d, str):
+                used.add(("shadow", d))
+            used.update(args)
             if isinstance(d, str):
                 used.add(d)
                 written.add(d)
-    known = {n for n in used if n in info.var_types}
-    return sorted(known), {n for n in written if n in info.var_types}
+    known = {n for n in used if info.type_of(n) is not None}
+    return (sorted(known, key=lambda n: (isinstance(n, tuple), n if isinstance(n, str) else n[1])),
+            {n for n in written if n in known})
 
 
 class RegionLowering(FunctionLowering):
@@ -58,7 +68,8 @@ class RegionLowering(FunctionLowering):
         self.func_name = info.name
         self.region = region
         names, written = _region_variables(info, region)
-        self.layout = Slots(names, {n: info.var_types[n] for n in names}, written, info.name)
+        self.layout = Slots(names, {n: info.type_of(n) for n in names}, written, info.name,
+                            {n for n in names if n in info.maybe_undef})
         self.fn = ir.Function(program.module, ir.FunctionType(I64, [PTR]), name)
         # Every variable gets a flag: a region can be entered before some are set.
         self.frame(self.fn, names, set(names), True)
@@ -83,6 +94,8 @@ class RegionLowering(FunctionLowering):
         bld, key, i = self.b, self.layout.types[name], self.layout.index(name)
         v = bld.load(self.slots[name], typ=self.slots[name].allocated_type)
         flag = bld.zext(bld.load(self.flags[name], typ=I1), I64)
+        if name in self.undefs:         # 2: ssa2's undefined value
+            flag = bld.add(flag, bld.zext(bld.load(self.undefs[name], typ=I1), I64))
         self.store_slot(i, flag)
         if kind(key) == "ptr":
             self.store_slot(i + 1, bld.extract_value(v, 0))
@@ -97,6 +110,9 @@ class RegionLowering(FunctionLowering):
         for n in self.layout.names:
             i = self.layout.index(n)
             bld.store(bld.icmp_unsigned("!=", self.load_slot(i), const_int(0)), self.flags[n])
+            if n in self.undefs:
+                bld.store(bld.icmp_unsigned("==", self.load_slot(i), const_int(2)),
+                          self.undefs[n])
             bld.store(self.from_slots(n), self.slots[n])
         bld.store(const_int(0), self.counter)
         if self.spec_top is not None:

@@ -12,8 +12,11 @@ Every variable lives in an `alloca` (promoted to registers by LLVM), so a
 The supported language is statically typed Bril: every variable has one
 declared type, and every instruction produces a value of its destination's
 type.  Programs outside it (`any`, a variable of two types, a `ptr` argument
-to @main, an ill-typed `ret`, the ssa and ssa2 extensions) are rejected by
-`Unsupported`, a one-line `BrilError`.  Everything the interpreter reports at
+to @main, an ill-typed `ret`, the ssa extension's `phi`) are rejected by
+`Unsupported`, a one-line `BrilError`.  ssa2 is supported: a shadow variable
+is one more slot (key ("shadow", name)) with a flag saying a `set` wrote it,
+and a variable that may hold `undef`'s value has an undef bit beside it
+(`Lowering.lower_ssa2`).  Everything the interpreter reports at
 run time is reported at run time here too, with the same message, and only
 if the instruction runs: division by zero, heap errors, bad char codes,
 speculation errors, an undefined variable, and the errors the interpreter
@@ -47,7 +50,7 @@ from .support import argcount_message, call_funcs_message, nonvoid_message, oper
 from llvmlite import ir
 
 from .errors import BrilError
-from .ops import OPS, INT_MIN
+from .ops import OPS, INT_MIN, SSA_OPS
 from . import codegen
 from . import typecheck as tc
 from .linker import link
@@ -304,6 +307,8 @@ def _lower_print(cx, instr):
         if v is None:
             return None
         values.append(v)
+    for name in names:              # every value is formatted before anything is printed
+        cx.not_undef(name, lambda: M.PRINT_UNDEFINED)
     bld, rt = cx.b, cx.rt
     if not values:
         bld.call(rt.fn("brt_print_newline"), [])
@@ -395,14 +400,16 @@ _OWN_LOWERING = {
     "speculate": lambda cx, instr: cx.speculate(),
     "commit": lambda cx, instr: cx.commit(),
     "guard": lambda cx, instr, c: cx.guard(c),
+    # ssa2: `Lowering.lower_ssa2` (the shadow operand of `set` is not a variable).
+    "set": None,
+    "get": None,
+    "undef": None,
 }
 
 UNSUPPORTED = {
     "phi": "the SSA extension (phi)",
-    "set": "the ssa2 extension (set/get/undef)",
-    "get": "the ssa2 extension (set/get/undef)",
-    "undef": "the ssa2 extension (set/get/undef)",
 }
+SSA2_OPS = SSA_OPS - set(UNSUPPORTED)
 
 LOWER = {name: _lower_by_table(op) for name, op in OPS.items() if name not in UNSUPPORTED}
 
@@ -559,6 +566,9 @@ class Lowering:
             return
         if op in UNSUPPORTED:
             raise Unsupported(UNSUPPORTED[op], self.func_name)
+        if op in SSA2_OPS:
+            self.lower_ssa2(instr, op)
+            return
         if op in ("and", "or") and len(instr.get("args") or []) == 2:
             self._lower_short_circuit(instr, op)
             return
@@ -579,6 +589,9 @@ class Lowering:
                 if message is not None:
                     self.fail(message)
                     return
+                if op != "id":
+                    self.not_undef(name, lambda: self._undef_message(instr, i, want,
+                                                                     arg_types))
                 values.append(v)
                 arg_types.append(have)
         dest = instr.get("dest")
@@ -594,7 +607,7 @@ class Lowering:
                     self.func_name)
         result = LOWER[op](self, instr, *values)
         if keep and result is not None:
-            self.write(dest, result)
+            self.write(dest, result, self.undef_bit(instr["args"][0]) if op == "id" else None)
 
     def _lower_short_circuit(self, instr, op):
         """`and`/`or` as the interpreter runs them: when the first argument decides,
@@ -608,6 +621,7 @@ class Lowering:
         if message is not None:
             self.fail(message)
             return
+        self.not_undef(name0, lambda: operand_message(op, 0, "bool"))
         decided = a if op == "or" else bld.not_(a)
         before = bld.block
         rest = self.new_block(f"{op}.rest")
@@ -621,6 +635,7 @@ class Lowering:
             if message is not None:
                 self.fail(message)
             else:
+                self.not_undef(name1, lambda: operand_message(op, 1, "bool"))
                 result = bld.or_(a, b) if op == "or" else bld.and_(a, b)
         if not bld.block.is_terminated:
             bld.branch(join)
@@ -655,6 +670,59 @@ class Lowering:
         if kind(have) == want:
             return None
         return operand_message(op, i, want)
+
+
+    def _undef_message(self, instr, i, want, earlier):
+        """The run-time message of operand i of instr holding ssa2's undefined value."""
+        if instr["op"] == "store" and i == 1:
+            return M.text(M.STORE_KIND, type=js_type_text(_json_type(earlier[0][1])))
+        return operand_message(instr["op"], i, want)
+
+    # --- ssa2 ------------------------------------------------------------------------------
+    #
+    # A shadow variable s lives beside the variables under the key ("shadow", s), with a
+    # flag saying whether a `set` wrote it.  A variable (or shadow) that may hold the
+    # undefined value of `undef` has an "undef bit" beside it (`undef_bit`), copied by
+    # id/set/get; any other use of it tests the bit and fails as the interpreter does.
+
+    def undef_bit(self, name):
+        """The i1 undef bit of a variable or shadow, or None if it never holds undef."""
+        raise NotImplementedError
+
+    def not_undef(self, name, message):
+        """Fail with message() at run time if variable `name` holds the undefined value."""
+        bit = self.undef_bit(name)
+        if bit is not None:
+            self.check(self.b.not_(bit), lambda: self.raise_error(message()))
+
+    def lower_ssa2(self, instr, op):
+        args = instr.get("args") or []
+        dest = instr.get("dest")
+        if op == "set":
+            if len(args) != 2:
+                self.fail(argcount_message(op, 2, len(args)))
+                return
+            v = self.read(instr, 1)
+            if v is not None:
+                self.write(("shadow", args[0]), v, self.undef_bit(args[1]))
+            return
+        if args:
+            self.fail(argcount_message(op, 0, len(args)))
+            return
+        if not isinstance(dest, str):
+            if op == "get":
+                self.fail(M.text(M.NO_SET, name="undefined"))
+            return
+        if op == "undef":
+            self.write(dest, ir.Constant(llvm_type(self.var_type(dest)), None),
+                       ir.Constant(I1, 1))
+            return
+        v = self.read_shadow(dest)
+        self.write(dest, v, self.undef_bit(("shadow", dest)))
+
+    def read_shadow(self, name):
+        """The value of shadow variable `name` (a run-time error if no `set` wrote it)."""
+        raise NotImplementedError
 
 
 def _bril_type_text(typ):
@@ -696,6 +764,7 @@ class LoweredFunction:
             for name, unbound in zip(instr.get("args") or [],
                                      self.types.arg_unbound.get(id(instr), ()))
             if unbound}
+        self.shadow_types, self.maybe_undef = self._ssa2()
         self.has_spec = self.types.has_spec
         self.count = count
         ret = llvm_type(self.ret_type) if self.ret_type is not None else VOID
@@ -712,6 +781,51 @@ class LoweredFunction:
         if key is None:
             raise Unsupported(f"the type {_bril_type_text(typ)} ({what})", self.name)
         return key
+
+    def type_of(self, name):
+        """The type key of a variable, or of a shadow variable ("shadow", name)."""
+        if isinstance(name, tuple):
+            return self.shadow_types.get(name[1])
+        return self.var_types.get(name)
+
+    def _ssa2(self):
+        """({shadow: type key}, {variables and ("shadow", s) that may hold undef}).
+        A shadow has the type of the values `set` writes into it, which must be
+        the type of the variable its `get` writes."""
+        shadows = {}
+        flows = {}                      # where an undefined value can go (id, set, get)
+        undef = []
+        for b in self.blocks:
+            for instr in b.instrs:
+                op = instr.get("op")
+                dest, args = instr.get("dest"), instr.get("args") or []
+                src = dst = None
+                if op == "get" and isinstance(dest, str) and dest in self.var_types:
+                    src, dst = ("shadow", dest), dest
+                    what, key = dest, self.var_types[dest]
+                elif op == "set" and len(args) == 2 and args[1] in self.var_types:
+                    src, dst = args[1], ("shadow", args[0])
+                    what, key = args[0], self.var_types[args[1]]
+                elif op == "id" and len(args) == 1 and isinstance(dest, str):
+                    flows.setdefault(args[0], []).append(dest)
+                    continue
+                elif op == "undef" and isinstance(dest, str):
+                    undef.append(dest)
+                    continue
+                else:
+                    continue
+                flows.setdefault(src, []).append(dst)
+                old = shadows.setdefault(what, key)
+                if old != key:
+                    raise Unsupported(f"shadow variable {what} with two types, "
+                                      f"{type_text(old)} and {type_text(key)}", self.name)
+        seen = set(undef)
+        while undef:
+            for n in flows.get(undef.pop(), ()):
+                if n not in seen:
+                    seen.add(n)
+                    undef.append(n)
+        return shadows, seen
 
     def _variable_types(self):
         types = {}
@@ -751,27 +865,39 @@ class FunctionLowering(Lowering):
         self.rt = program.rt
         self.func_name = info.name
         fn = info.llvm
-        self.frame(fn, sorted(info.var_types), info.maybe_unbound, info.count)
+        shadows = [("shadow", s) for s in sorted(info.shadow_types)]
+        self.frame(fn, sorted(info.var_types) + shadows,
+                   set(info.maybe_unbound) | set(shadows), info.count)
 
     def frame(self, fn, names, flagged, count):
         """The entry block of fn and the allocas: a slot per variable in `names`, a
-        definedness flag for those in `flagged`, the count, the speculation stack."""
+        definedness flag for those in `flagged`, an undef bit for those that may hold
+        ssa2's undefined value, the count, the speculation stack.  A name is a
+        variable's, or ("shadow", s) for an ssa2 shadow variable."""
         info = self.info
         self.b = ir.IRBuilder(fn.append_basic_block("entry"))
         self.slots = {}
         self.flags = {}
+        self.undefs = {}
         for name in names:
-            self.slots[name] = self.b.alloca(llvm_type(info.var_types[name]), name=name)
+            text = name if isinstance(name, str) else "shadow." + name[1]
+            self.slots[name] = self.b.alloca(llvm_type(info.type_of(name)), name=text)
             if name in flagged:
-                self.flags[name] = self.b.alloca(I1, name=name + ".defined")
+                self.flags[name] = self.b.alloca(I1, name=text + ".defined")
+            if name in info.maybe_undef:
+                self.undefs[name] = self.b.alloca(I1, name=text + ".undef")
         self.counter = self.b.alloca(I64, name=".count") if count else None
         self.spec_top = self.b.alloca(PTR, name=".spec") if info.has_spec else None
         self.snapshot_type = None
         if info.has_spec:
-            fields = [PTR, PTR] + [s.allocated_type for s in self.slots.values()] \
-                + [I1] * len(self.flags)
+            # An abort restores every variable, shadow, flag and undef bit.
+            fields = [PTR, PTR] + [c.allocated_type for c in self.frame_cells()]
             self.snapshot_type = ir.LiteralStructType(fields)
         self.block = None
+
+    def frame_cells(self):
+        return list(self.slots.values()) + list(self.flags.values()) \
+            + list(self.undefs.values())
 
     # --- the body ------------------------------------------------------------------------
 
@@ -779,6 +905,8 @@ class FunctionLowering(Lowering):
         info, bld = self.info, self.b
         for name in self.flags:
             bld.store(ir.Constant(I1, 0), self.flags[name])
+        for name in self.undefs:
+            bld.store(ir.Constant(I1, 0), self.undefs[name])
         for name, arg in zip(info.params, info.llvm.args):
             self.write(name, arg)
         if self.counter is not None:
@@ -813,7 +941,7 @@ class FunctionLowering(Lowering):
     # --- variables -----------------------------------------------------------------------
 
     def var_type(self, name):
-        return self.info.var_types.get(name)
+        return self.info.type_of(name)
 
     def read_var(self, name, instr, i):
         slot = self.slots.get(name)
@@ -828,10 +956,28 @@ class FunctionLowering(Lowering):
                            lambda: self.raise_error(M.text(M.UNDEFINED_VARIABLE, name=name)))
         return self.b.load(slot, typ=slot.allocated_type)
 
-    def write(self, name, value):
+    def write(self, name, value, undef=None):
+        """Assign a variable (or shadow); `undef`: its new undef bit (i1), if not 0."""
         self.b.store(value, self.slots[name])
         if name in self.flags:
             self.b.store(ir.Constant(I1, 1), self.flags[name])
+        bit = self.undefs.get(name)
+        if bit is not None:
+            self.b.store(undef if undef is not None else ir.Constant(I1, 0), bit)
+
+    def undef_bit(self, name):
+        bit = self.undefs.get(name)
+        return None if bit is None else self.b.load(bit, typ=I1)
+
+    def read_shadow(self, name):
+        key = ("shadow", name)
+        flag = self.flags.get(key)
+        if flag is None:                # no `set` of it anywhere
+            self.fail(M.text(M.NO_SET, name=name))
+            return ir.Constant(llvm_type(self.var_type(name)), None)
+        self.check(self.b.load(flag, typ=I1),
+                   lambda: self.raise_error(M.text(M.NO_SET, name=name)))
+        return self.b.load(self.slots[key], typ=self.slots[key].allocated_type)
 
     def unset(self, name):
         if name in self.flags:
@@ -935,6 +1081,9 @@ class FunctionLowering(Lowering):
             return None
         info = self.info
         have = self.var_type(args[0])
+        if self.undef_bit(args[0]) is not None and not self.program.is_main(info):
+            # Which error the undefined value causes depends on the caller.
+            raise Unsupported(f"`ret {args[0]}` of a value that may be undef", info.name)
         if info.ret_type is None:
             if not self.program.is_main(info):
                 raise Unsupported(f"`ret {args[0]}` in a function without a return type",
@@ -970,6 +1119,7 @@ class FunctionLowering(Lowering):
             if kind(have) != kind(want):
                 self.fail(M.ARGUMENT_MISMATCH)
                 return None
+            self.not_undef(name, lambda: M.ARGUMENT_MISMATCH)
             if have != want:
                 raise Unsupported(f"passing a value of type {type_text(have)} as a "
                                   f"{type_text(want)} to @{callee.name}", self.info.name)
@@ -1014,9 +1164,7 @@ class FunctionLowering(Lowering):
         # Reloaded as an opaque pointer: llvmlite types GEPs on an alloca by its
         # pointee, which would mistype the field addresses.
         snap = bld.load(self.spec_top, typ=PTR)
-        fields = [prev, sp]
-        fields += [bld.load(s, typ=s.allocated_type) for s in self.slots.values()]
-        fields += [bld.load(f, typ=I1) for f in self.flags.values()]
+        fields = [prev, sp] + [bld.load(c, typ=c.allocated_type) for c in self.frame_cells()]
         for i, v in enumerate(fields):
             bld.store(v, self.snapshot_field(snap, i))
         return None
@@ -1027,8 +1175,7 @@ class FunctionLowering(Lowering):
 
     def restore(self, snap):
         bld = self.b
-        cells = list(self.slots.values()) + list(self.flags.values())
-        for i, cell in enumerate(cells, start=2):
+        for i, cell in enumerate(self.frame_cells(), start=2):
             bld.store(bld.load(self.snapshot_field(snap, i), typ=cell.allocated_type), cell)
 
     def pop_snapshot(self, snap):

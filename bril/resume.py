@@ -6,7 +6,8 @@ block where it goes on (LuaJIT's snapshots and PyPy's resume data play this
 part).  One module writes and reads that layout, on both sides:
 
 - `Slots`: the variables of a region, their types, and where each lives:
-  three slots a variable -- a definedness flag (0/1), its value (int as is,
+  three slots a variable -- a definedness flag (0/1; 2: ssa2's undefined
+  value, for variables that may hold it), its value (int as is,
   bool 0/1, float bit-cast, char its code point, a pointer's region id) and a
   pointer's offset -- then, after them, the block to start at;
 - `marshal_source`: the Python side, `_in(locals, S, D)` (frame -> slots; False
@@ -18,29 +19,37 @@ Functions called natively whole take their arguments in the same encoding,
 two slots a value (value, pointer offset), and return their result in slots 0-1.
 """
 
-from .pynames import var_name
+from .pynames import shadow_name, var_name
 
 
 class Slots:
-    """Where each variable lives in the slot array, and what the region assigns."""
+    """Where each variable lives in the slot array, and what the region assigns.
+    A name is a variable's, or ("shadow", s) for an ssa2 shadow variable."""
 
-    def __init__(self, names, types, written, function_name):
+    def __init__(self, names, types, written, function_name, undef=()):
         self.names = names              # variables, in slot order
         self.types = types              # name -> type key (bril.llvm_lower.type_key)
         self.written = written          # names the region may assign (written back)
         self.function_name = function_name
+        self.undef = set(undef)         # names that may hold ssa2's undefined value
         self.size = 3 * len(names)
 
     def index(self, name):
         return 3 * self.names.index(name)
 
     def as_data(self):
-        return (list(self.names), dict(self.types), sorted(self.written), self.function_name)
+        return (list(self.names), dict(self.types), sorted(self.written, key=str),
+                self.function_name, sorted(self.undef, key=str))
 
     @classmethod
     def from_data(cls, data):
-        names, types, written, function_name = data
-        return cls(list(names), dict(types), set(written), function_name)
+        names, types, written, function_name, undef = data
+        return cls(list(names), dict(types), set(written), function_name, undef)
+
+
+def local_name(name):
+    """The generated code's local for a variable or ("shadow", s)."""
+    return var_name(name) if isinstance(name, str) else shadow_name(name[1])
 
 
 def json_type(key):
@@ -56,10 +65,13 @@ def marshal_source(slots, heap_names):
     for n in slots.names:
         key = slots.types[n]
         i = slots.index(n)
-        py = var_name(n)
+        py = local_name(n)
         lines.append(f"    v = L.get({py!r}, _M)")
         lines.append("    if v is _M:")
         lines.append(f"        S[{i}] = 0")
+        if n in slots.undef:
+            lines.append("    elif v is _U:")
+            lines.append(f"        S[{i}] = 2")
         lines.append("    else:")
         test, store = {
             "int": ("int", f"S[{i + 1}] = v"),
@@ -77,7 +89,7 @@ def marshal_source(slots, heap_names):
             continue
         key = slots.types[n]
         i = slots.index(n)
-        py = var_name(n)
+        py = local_name(n)
         value = {
             "int": f"S[{i + 1}]",
             "bool": f"S[{i + 1}] != 0",
@@ -87,7 +99,11 @@ def marshal_source(slots, heap_names):
         if value is None:
             elem = heap_names.setdefault(repr(key[1]), f"_T{len(heap_names)}")
             value = f"_from_pair(S[{i + 1}], S[{i + 2}], {elem})"
-        lines.append(f"    if S[{i}]: r[{py!r}] = {value}")
+        if n in slots.undef:
+            lines.append(f"    if S[{i}] == 2: r[{py!r}] = _U")
+            lines.append(f"    elif S[{i}]: r[{py!r}] = {value}")
+        else:
+            lines.append(f"    if S[{i}]: r[{py!r}] = {value}")
     lines.append("    return r")
     return "\n".join(lines) + "\n"
 

@@ -1129,6 +1129,7 @@ class _Analysis:
                 vals = [ovget(a) or get(vroot, a) for a in aids]
                 if record:
                     arg_tags[iid] = (TOP,) + tuple([v[0] if v else TOP for v in vals])
+                    arg_unbound[iid] = (False,) + tuple([not (v and v[1]) for v in vals])
                 if did is None:
                     continue
                 value = (vals[0][0] if vals and vals[0] else TOP, True, None, None)

@@ -30,3 +30,15 @@ def bril_files(*parts, root=CONFORMANCE):
 def case_id(path, root=CONFORMANCE):
     """A readable pytest id: the path below the corpus root without suffix."""
     return str(Path(path).relative_to(root).with_suffix(""))
+
+
+def turnt_run(args, env=None, **kwargs):
+    """Run turnt with this Python (`python -m turnt`) and the tools installed next to
+    it first on PATH, so that the envs run this checkout's commands (a `turnt` found
+    on PATH, e.g. a pyenv shim, would put its own interpreter's tools first)."""
+    import subprocess
+    import sys
+    environment = dict(os.environ if env is None else env)
+    environment["PATH"] = str(Path(sys.executable).parent) + os.pathsep + environment.get("PATH", "")
+    return subprocess.run([sys.executable, "-m", "turnt", *args], env=environment,
+                          capture_output=True, text=True, **kwargs)

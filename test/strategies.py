@@ -1,7 +1,8 @@
 """Hypothesis strategies for random, well-formed, terminating Bril programs.
 
 Programs are generated as structured code (blocks, ifs, counted loops,
-two-entry loops, speculation regions, memory regions, calls) and lowered
+two-entry loops, speculation regions, memory regions, calls, values sent
+through ssa2 shadow variables with `set`/`get`) and lowered
 straight to Bril instructions, so every program terminates by construction:
 
 * loops count a read-only counter up to a constant trip count (some also stop
@@ -33,7 +34,8 @@ int2char of a computed code point), and rarely; the properties compare error
 behaviour too.  `Limits` switches features on and off: e.g. reads of maybe
 undefined variables for engines, or only what the reference interpreter
 agrees on (it reads JSON integers as doubles and ends all speculation at an
-inner commit).
+inner commit).  With maybe-undefined reads on, a shadow sometimes receives
+`undef`, whose later use is the interpreter's run-time error.
 
 The JSON is in the canonical shape `bril2json` produces (no empty `args`,
 no `type` on void functions), so `parse(format(p)) == p` is a fair property.
@@ -122,6 +124,7 @@ class Limits:
     # happens, so passes may do anything with them; engines must report the
     # error like the reference does.
     maybe_undefined: bool = False
+    ssa2: bool = True           # shadow variables (set/get; undef with maybe_undefined)
 
 
 DEFAULT = Limits()
@@ -435,6 +438,8 @@ class _FunctionGen:
             kinds.append("ret")
         if d(st.integers(0, 20)) == 20:
             kinds += ["nop", "labels"]
+        if self.lim.ssa2 and d(st.integers(0, 11)) == 11:     # rare: keeps runs short
+            kinds.append("shadow")
         kind = self.pick(kinds)
         return getattr(self, "stmt_" + kind)()
 
@@ -444,6 +449,32 @@ class _FunctionGen:
     def stmt_assign(self):
         typ = self.pick(self.enabled_types())
         self.value(typ, self.target(typ))
+        return True
+
+    def stmt_shadow(self):
+        """ssa2: a value sent to a variable through its shadow (`set s x` ... `s: T =
+        get`), often with a second `set` on one arm of a branch (the `get` after the
+        join sees either), rarely (engine testing) `undef` on that arm: its value
+        may only be copied, so a later use of s is a run-time error there."""
+        typ = self.pick(self.enabled_types())
+        first = self.operand(typ)
+        s = self.fresh_var(typ)                 # the variable and its shadow
+        self.op(None, None, "set", [s, first])
+        if self.draw(st.booleans()):
+            c = self.condition()
+            then_l, end_l = self.fresh_label(), self.fresh_label()
+            self.op(None, None, "br", [c], labels=[then_l, end_l])
+            self.label(then_l)
+            if self.lim.maybe_undefined and self.draw(st.integers(0, 2)) == 2:
+                u = self.fresh_var(typ)
+                self.op(u, typ, "undef")
+                self.defined.discard(u)         # holds no value a use may take
+                second = u
+            else:
+                second = self.operand(typ)
+            self.op(None, None, "set", [s, second])
+            self.label(end_l)
+        self.op(s, typ, "get")
         return True
 
     def stmt_nop(self):

@@ -122,15 +122,7 @@ UNSUPPORTED = {
     "test/interp/dynamic/mem_dynamic_dispatch": "the type ptr<any>",
     "test/interp/dynamic/mem_dynamic_enum": "the type ptr<any>",
     "test/interp/dynamic/mem_dynamic_struct": "the type ptr<any>",
-    "test/interp/ssa/ssa-simple": "the ssa2 extension",
-    "test/interp/ssa/ssa-two-phi": "the ssa2 extension",
-    "test/interp/ssa/ssu-regression": "the ssa2 extension",
-    "test/interp/ssa/swap-problem": "the ssa2 extension",
-    "test/interp/ssa/undef": "the ssa2 extension",
     "test/interp-error/dynamic-error/dynamic_error_simple": "the type any",
-    "test/interp-error/ssa-error/missing-set": "the ssa2 extension",
-    "test/interp-error/ssa-error/undef-add": "the ssa2 extension",
-    "test/interp-error/ssa-error/undef-print": "the ssa2 extension",
     # A value of the wrong type returned: which error the interpreter gives
     # depends on the caller, so brilc refuses ill-typed returns.
     "test/interp-error/core-error/call-return-wrong-type": "`ret b` (type bool)",
@@ -140,6 +132,81 @@ UNSUPPORTED = {
 
 # Small programs for section 2 (Bril text), built alongside the corpus.
 UNIT = {}
+
+UNIT["ssa2"] = """
+@f(a: int): int {
+  set r a;
+  r: int = get;
+  ret r;
+}
+@main(mode: int) {
+  zero: int = const 0; one: int = const 1; two: int = const 2; three: int = const 3;
+  four: int = const 4; five: int = const 5; six: int = const 6;
+  u: int = undef;
+  v: int = id u;
+  set s v;
+  b: bool = undef;
+  set bs b;
+  set k one;
+  speculate;
+  set k two;
+  set s one;
+  no: bool = const false;
+  guard no .aborted;
+  commit;
+.aborted:
+  k: int = get;
+  print k;
+  s: int = get;
+  m0: bool = eq mode zero;
+  br m0 .add .n1;
+.add:
+  x: int = add s one;
+  ret;
+.n1:
+  m1: bool = eq mode one;
+  br m1 .print .n2;
+.print:
+  print k s;
+  ret;
+.n2:
+  m2: bool = eq mode two;
+  br m2 .call .n3;
+.call:
+  y: int = call @f s;
+  ret;
+.n3:
+  m3: bool = eq mode three;
+  br m3 .store .n4;
+.store:
+  p: ptr<int> = alloc one;
+  store p s;
+  free p;
+  ret;
+.n4:
+  bs: bool = get;
+  m4: bool = eq mode four;
+  br m4 .and .n5;
+.and:
+  c: bool = and bs bs;
+  ret;
+.n5:
+  m5: bool = eq mode five;
+  br m5 .br .n6;
+.br:
+  br bs .n6 .n6;
+.n6:
+  m6: bool = eq mode six;
+  br m6 .noset .fine;
+.noset:
+  nothere: int = get;
+  ret;
+.fine:
+  w: int = id s;
+  z: int = call @f k;
+  print z;
+}
+"""
 
 UNIT["arith"] = """
 @main(a: int, b: int) {
@@ -747,6 +814,29 @@ def test_speculation_errors(built, name):
     assert got.returncode == 2
 
 
+@pytest.mark.parametrize("mode", range(8))
+def test_ssa2_shadows_and_undef(built, mode):
+    # Shadows rolled back by an abort (undef again), undef met by each kind of
+    # use (add, print, call argument, store, and, br), a get with no set.
+    got = assert_same_as_interpreter(unit("ssa2"), built["ssa2"], [mode])
+    assert got.stdout.startswith("1\n")
+    assert got.returncode == (0 if mode == 7 else 2)
+
+
+# Our benchmarks converted by `bril-opt to-ssa` (the ssa2 form Bril users get).
+SSA2_CONVERTED = ["loops/collatz-max", "memory/merge-sort", "float/simpson", "char/caesar"]
+
+
+@pytest.mark.parametrize("name", SSA2_CONVERTED)
+def test_benchmarks_converted_to_ssa2(tmp_path, name):
+    from bril.passes.ssa import to_ssa
+    path = BENCHMARKS / f"{name}.bril"
+    prog = to_ssa(parse_program(path.read_text()))
+    assert any(i.get("op") == "get" for f in prog["functions"] for i in f["instrs"])
+    got = assert_same_as_interpreter(prog, build(prog, tmp_path / "prog"), args_of(path))
+    assert got.stdout == path.with_suffix(".out").read_text()
+
+
 @pytest.mark.parametrize("arg", ["true", "false"])
 def test_undefined_variable_only_on_the_path_that_reads_it(built, arg):
     assert_same_as_interpreter(unit("undefined_var"), built["undefined_var"], [arg])
@@ -832,10 +922,13 @@ def test_runaway_recursion_is_an_error(built):
 @given(case=strategies.cases())
 def test_random_programs_behave_as_in_the_interpreter(tmp_path_factory, case):
     # Random well-typed programs (test/strategies.py): calls, recursion, loops,
-    # speculation, memory, run-time errors; on two inputs each.
-    b = build(case.prog, tmp_path_factory.mktemp("random") / "prog")
-    for argv in (case.argv, case.alt_argv):
-        assert_same_as_interpreter(case.prog, b, argv)
+    # speculation, memory, shadow variables, run-time errors; on two inputs each,
+    # as generated and converted to ssa2 by `bril-opt to-ssa`.
+    from bril.passes.ssa import to_ssa
+    for prog in (case.prog, to_ssa(case.prog)):     # and its ssa2 form (set/get/undef)
+        b = build(prog, tmp_path_factory.mktemp("random") / "prog")
+        for argv in (case.argv, case.alt_argv):
+            assert_same_as_interpreter(prog, b, argv)
 
 
 # --- 3. brilc, the op table, the JIT ---------------------------------------------------------
@@ -908,15 +1001,15 @@ def test_no_count_executables_refuse_profiling(tmp_path):
 
 @pytest.mark.parametrize("args, src, message", [
     ([], "@main { x: any = const 1; print x; }", "error: brilc does not support the type any"),
-    ([], "@main { a: int = const 1; b: int = const 2; set a b; }",
-     "error: brilc does not support the ssa2 extension"),
+    ([], "@main { a: int = const 1; b: bool = const true; set s a; set s b; }",
+     "error: brilc does not support shadow variable s with two types"),
     ([], "@main { a: int = const 1; a: bool = const true; }",
      "error: brilc does not support variable a with two types"),
     ([], "@main(p: ptr<int>) { }", "error: brilc does not support a ptr<int> parameter"),
     ([], "@notmain { }", "error: no function of name main found"),
     (["-O", "7"], SUM, "error: argument -O: invalid choice"),
     (["--bogus"], SUM, "error: unrecognized arguments: --bogus"),
-], ids=["any", "ssa2", "two-types", "ptr-param", "no-main", "bad-level", "bad-option"])
+], ids=["any", "ssa2-two-types", "two-types", "ptr-param", "no-main", "bad-level", "bad-option"])
 def test_brilc_errors_are_one_line(tmp_path, args, src, message):
     done = brilc(args + ["-o", str(tmp_path / "x")],
                  input=json.dumps(parse_program(src)).encode())

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from corpus import BENCHMARKS, ROOT, bril_files
+from corpus import BENCHMARKS, CONFORMANCE, ROOT, bril_files, turnt_run
 
 PROGRAMS = bril_files(root=BENCHMARKS)
 ONE_PER_FOLDER = sorted({p.parent: p for p in PROGRAMS}.values())
@@ -59,22 +59,35 @@ def test_turnt_env_passes_on_benchmarks(env):
         pytest.skip("no C compiler to link brilc's executables")
     config = tomllib.loads((ROOT / "turnt.toml").read_text())
     assert env in config["envs"], f"turnt.toml has no [envs.{env}]"
-    # The console script installed next to this Python (as users run it).
-    script = Path(sys.executable).parent / "turnt"
-    turnt = [str(script) if script.exists() else shutil.which("turnt")]
     environment = dict(os.environ)
     rounds = ["cold", "warm"] if env in COLD_AND_WARM else ["once"]
     if env in COLD_AND_WARM:
         environment.update(BRIL_CACHE_DIR=tempfile.mkdtemp(prefix=f"turnt-{env}-"),
                            BRIL_JIT_PRECOMPILE="wait")
     for round_ in rounds:
-        done = subprocess.run(turnt + ["-j", "-e", env] + [str(p) for p in programs],
-                              cwd=ROOT, capture_output=True, text=True, timeout=600,
-                              env=environment)
+        done = turnt_run(["-j", "-e", env] + [str(p) for p in programs], cwd=ROOT,
+                         timeout=600, env=environment)
         report = round_ + ":\n" + done.stdout + done.stderr
         passed = len(re.findall(r"^ok \d+ ", done.stdout, re.M))
         assert done.returncode == 0, report
         assert passed == len(programs), report
+
+
+# The corpus's folders of the extensions native code took on last (expected
+# stdout only, no X.prof: the `-out` envs), under brilc and the JIT.
+CORPUS_TURNT_RUNS = {"aot-out": ["test/interp/ssa"], "jit-out": ["test/interp/ssa", "test/interp/dynamic"]}
+
+
+@pytest.mark.parametrize("env", CORPUS_TURNT_RUNS)
+def test_turnt_native_env_passes_on_corpus_folders(env):
+    if env == "aot-out" and not (shutil.which("cc") or shutil.which("gcc")):
+        pytest.skip("no C compiler to link brilc's executables")
+    programs = [p for folder in CORPUS_TURNT_RUNS[env] for p in bril_files(root=CONFORMANCE / folder)]
+    assert programs
+    done = turnt_run(["-j", "-c", str(ROOT / "turnt.toml"), "-e", env] + [str(p) for p in programs],
+                     cwd=ROOT, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert len(re.findall(r"^ok \d+ ", done.stdout, re.M)) == len(programs), done.stdout
 
 
 @pytest.mark.parametrize("path", PROGRAMS, ids=_id)

@@ -549,3 +549,120 @@ def test_a_corrupt_unit_is_rebuilt_not_run(tmp_path):
         p.write_bytes(bytes(data))
     got = cached_run(PROFILE_PROGRAM, ["2000000"], tmp_path)
     assert got.stdout == brili(["2000000"], PROFILE_PROGRAM).stdout
+
+
+# --- ssa2 (set/get/undef) in native code -------------------------------------------------
+
+SSA2_CORPUS = bril_files("test", "interp", "ssa") + bril_files("test", "interp-error", "ssa-error")
+# Our loop benchmarks converted by `bril-opt to-ssa` (shadows carried around loops).
+SSA2_CONVERTED = ["loops/prime-count.bril", "loops/coprime-pairs.bril", "memory/sieve.bril",
+                  "float/taylor.bril"]
+
+
+@pytest.mark.parametrize("path", SSA2_CORPUS, ids=case_id)
+def test_ssa2_corpus_programs_with_everything_hot(path):
+    prog = parse_program(path.read_text())
+    args = args_of(path)
+    got = run_jit(prog, args, hot=1)
+    assert got[:3] == run_plain(prog, args)
+    if "swap-problem" in path.name:         # its loop carries shadows: compiled
+        assert native_share(got[3]) > 0, got[3].report()
+
+
+@pytest.mark.parametrize("name", SSA2_CONVERTED)
+def test_benchmarks_converted_to_ssa2_run_natively(name):
+    from bril.passes.ssa import to_ssa
+    path = BENCHMARKS / name
+    prog = to_ssa(parse_program(path.read_text()))
+    assert any(i.get("op") == "get" for f in prog["functions"] for i in f["instrs"])
+    args = _ALT_RE.search(path.read_text()).group(1).split()     # the shorter input
+    got = run_jit(prog, args, hot=1)
+    assert got[:3] == run_plain(prog, args)
+    assert native_share(got[3]) > 0.5 * got[1], got[3].report()
+
+
+SSA2_SPECULATION = """
+@main(n: int, k: int) {
+  zero: int = const 0;
+  one: int = const 1;
+  i: int = const 0;
+  s: int = const 0;
+  u: int = undef;
+  set i.1 i;
+  set s.1 s;
+  set w u;
+.head:
+  i.1: int = get;
+  s.1: int = get;
+  c: bool = lt i.1 n;
+  br c .body .done;
+.body:
+  speculate;
+  big: int = add s.1 i.1;
+  set s.1 big;
+  set w big;
+  ok: bool = lt i.1 k;
+  guard ok .undo;
+  commit;
+  jmp .next;
+.undo:
+  set s.1 s.1;
+.next:
+  i.2: int = add i.1 one;
+  set i.1 i.2;
+  jmp .head;
+.done:
+  w: int = get;
+  print s.1;
+  print w;
+}
+"""
+
+
+@pytest.mark.parametrize("args", [["60", "100"], ["60", "30"], ["60", "0"]])
+def test_ssa2_shadows_roll_back_with_a_failed_speculation(args):
+    # An abort restores the shadows written since `speculate` (w back to undef:
+    # printing it fails when no speculation ever committed).
+    (out, count, err, _), _ = check(SSA2_SPECULATION, args, hot=1)
+    if args[1] == "0":
+        assert err == "print of undefined value"
+    else:
+        assert err is None
+
+
+SSA2_UNDEF_IN_LOOP = """
+@main(n: int, bad: int) {
+  one: int = const 1;
+  i: int = const 0;
+  u: int = undef;
+  set x u;
+  set i.1 i;
+.head:
+  x: int = get;
+  i.1: int = get;
+  c: bool = lt i.1 n;
+  br c .body .done;
+.body:
+  t: bool = eq i.1 bad;
+  br t .use .skip;
+.use:
+  y: int = add x one;
+  print y;
+.skip:
+  j: int = add i.1 one;
+  set x u;
+  set i.1 j;
+  jmp .head;
+.done:
+  print i.1;
+}
+"""
+
+
+@pytest.mark.parametrize("bad", ["-1", "70"])
+def test_undef_values_cross_between_native_code_and_the_interpreter(bad):
+    (out, count, err, _), report = check(SSA2_UNDEF_IN_LOOP, ["100", bad], hot=1,
+                                         native=bad == "-1")
+    assert err == (None if bad == "-1" else "add argument 0 must be a int")
+    if err is not None:         # raised by native code
+        assert [r["error"] for r in report["regions"]] == [err]

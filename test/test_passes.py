@@ -32,7 +32,7 @@ from bril.program import check_program
 from bril.text import parse_program
 from bril.passes import registry
 from bril.passes.ssa import from_ssa, maybe_unassigned_variables, to_ssa
-from corpus import BENCHMARKS, CONFORMANCE, ROOT, args_of, bril_files, case_id
+from corpus import BENCHMARKS, CONFORMANCE, ROOT, args_of, bril_files, case_id, turnt_run
 
 PROGRAMS = (bril_files("benchmarks") + bril_files(root=BENCHMARKS)
             + bril_files("test", "interp") + bril_files("test", "interp-error"))
@@ -332,9 +332,6 @@ def test_turnt_opt_env_on_one_program_per_folder():
     """The `opt` env of turnt.toml: stdout as X.out, optimized count as X.opt.prof."""
     programs = sorted({p.parent: p for p in bril_files(root=BENCHMARKS)}.values())
     assert programs, BENCHMARKS
-    script = Path(sys.executable).parent / "turnt"
-    turnt = str(script) if script.exists() else shutil.which("turnt")
-    done = subprocess.run([turnt, "-j", "-e", "opt"] + [str(p) for p in programs],
-                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    done = turnt_run(["-j", "-e", "opt"] + [str(p) for p in programs], cwd=ROOT, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
     assert len(re.findall(r"^ok \d+ ", done.stdout, re.M)) == len(programs), done.stdout
