@@ -31,6 +31,13 @@ class Block:
         self.size = 0
         self.loop = None        # innermost Loop containing the block
 
+    def all_succs(self):
+        """Successor indices, the guard's abort target included (once each)."""
+        succs = dict.fromkeys(self.succs)           # (`br c .a .a` lists .a twice)
+        if self.abort_succ is not None:
+            succs[self.abort_succ] = None
+        return list(succs)
+
     @property
     def term(self):
         if self.instrs and self.instrs[-1]["op"] in BLOCK_ENDERS:
@@ -100,3 +107,9 @@ def build_blocks(func):
     return blocks
 
 
+
+
+def block_graph(blocks):
+    """The `bril.cfg.Graph` of indexed blocks (abort edges included), entry 0."""
+    from .cfg import Graph
+    return Graph.of_succs([b.all_succs() for b in blocks])

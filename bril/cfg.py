@@ -173,7 +173,58 @@ def block_names(instrs):
     return out
 
 
-class CFG:
+class Graph:
+    """Nodes and edges only: what orders, dominance (`bril.dominance`) and loops
+    need.  `CFG` is one; the engines' indexed blocks (`bril.blocks`) make one
+    with `Graph.of_succs`."""
+
+    def __init__(self, entry, succs):
+        self.entry = entry
+        self.succs = succs              # node -> successor nodes
+        self.preds = {n: [] for n in succs}
+        for n, ss in succs.items():
+            for s in ss:
+                self.preds[s].append(n)
+
+    @classmethod
+    def of_succs(cls, succs):
+        """The graph of nodes 0..n-1 with successor lists `succs`, entry 0."""
+        return cls(0, dict(enumerate(succs)))
+
+    def nodes(self):
+        """Every node, in order (a CFG's: its layout)."""
+        return list(self.succs)
+
+    def reachable(self):
+        seen, stack = {self.entry}, [self.entry]
+        while stack:
+            for s in self.succs[stack.pop()]:
+                if s not in seen:
+                    seen.add(s)
+                    stack.append(s)
+        return seen
+
+    def postorder(self):
+        """Reachable nodes in depth-first postorder from the entry."""
+        seen, order = {self.entry}, []
+        stack = [(self.entry, iter(self.succs[self.entry]))]
+        while stack:
+            node, it = stack[-1]
+            for s in it:
+                if s not in seen:
+                    seen.add(s)
+                    stack.append((s, iter(self.succs[s])))
+                    break
+            else:
+                stack.pop()
+                order.append(node)
+        return order
+
+    def reverse_postorder(self):
+        return self.postorder()[::-1]
+
+
+class CFG(Graph):
     """The basic blocks of one function and the edges between them."""
 
     def __init__(self, blocks, entry):
@@ -304,35 +355,10 @@ class CFG:
                     out.append({"op": "ret"})
         return out
 
-    # --- orders ---------------------------------------------------------------------
+    # --- queries ------------------------------------------------------------------
 
-    def reachable(self):
-        seen, stack = {self.entry}, [self.entry]
-        while stack:
-            for s in self.succs[stack.pop()]:
-                if s not in seen:
-                    seen.add(s)
-                    stack.append(s)
-        return seen
-
-    def postorder(self):
-        """Reachable blocks in depth-first postorder from the entry."""
-        seen, order = {self.entry}, []
-        stack = [(self.entry, iter(self.succs[self.entry]))]
-        while stack:
-            node, it = stack[-1]
-            for s in it:
-                if s not in seen:
-                    seen.add(s)
-                    stack.append((s, iter(self.succs[s])))
-                    break
-            else:
-                stack.pop()
-                order.append(node)
-        return order
-
-    def reverse_postorder(self):
-        return self.postorder()[::-1]
+    def nodes(self):
+        return list(self.blocks)
 
     def exits(self):
         """Blocks from which control can leave the function."""
@@ -351,7 +377,7 @@ def back_edges(cfg, dom=None):
 
     dom: a `bril.dominance.Dominance` of the CFG (made if not given)."""
     dom = _dominance(cfg, dom)
-    return [(t, h) for t in cfg.blocks if dom.reachable(t)
+    return [(t, h) for t in cfg.nodes() if dom.reachable(t)
             for h in cfg.succs[t] if dom.dominates(h, t)]
 
 

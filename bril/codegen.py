@@ -74,7 +74,8 @@ import os
 
 from .ops import OPS, INT_MIN, INT_MAX
 from .codekeys import check_facts_requested  # noqa: F401 (also bril.codegen's)
-from .blocks import BLOCK_ENDERS, Block, build_blocks  # noqa: F401 (used by other tiers)
+from .blocks import BLOCK_ENDERS, Block, block_graph, build_blocks  # noqa: F401 (used by other tiers)
+from .cfg import natural_loops
 from . import messages as M
 from .errors import BrilError
 from .support import (ARG_COUNTS, CHECKERS, argcount_message, arity_message,
@@ -127,89 +128,10 @@ class Loop:
         self.items = []             # Blocks and Loops in layout order
 
 
-def _all_succs(b):
-    s = list(b.succs)
-    if b.abort_succ is not None and b.abort_succ not in s:
-        s.append(b.abort_succ)
-    return s
-
-
-def _rpo(blocks):
-    seen = [False] * len(blocks)
-    order = []
-    stack = [(0, iter(_all_succs(blocks[0])))]
-    seen[0] = True
-    while stack:
-        node, it = stack[-1]
-        for s in it:
-            if not seen[s]:
-                seen[s] = True
-                stack.append((s, iter(_all_succs(blocks[s]))))
-                break
-        else:
-            stack.pop()
-            order.append(node)
-    order.reverse()
-    return order
-
-
-def _dominators(blocks, rpo):
-    pos = {b: i for i, b in enumerate(rpo)}
-    preds = {b: [] for b in rpo}
-    for b in rpo:
-        for s in _all_succs(blocks[b]):
-            preds[s].append(b)
-    idom = {rpo[0]: rpo[0]}
-
-    def intersect(a, b):
-        while a != b:
-            while pos[a] > pos[b]:
-                a = idom[a]
-            while pos[b] > pos[a]:
-                b = idom[b]
-        return a
-
-    changed = True
-    while changed:
-        changed = False
-        for b in rpo[1:]:
-            ps = [p for p in preds[b] if p in idom]
-            if not ps:
-                continue
-            new = ps[0]
-            for p in ps[1:]:
-                new = intersect(new, p)
-            if idom.get(b) != new:
-                idom[b] = new
-                changed = True
-    return idom, preds
-
-
-def _dominates(idom, a, b):
-    while True:
-        if a == b:
-            return True
-        nb = idom[b]
-        if nb == b:
-            return False
-        b = nb
-
-
-def _find_loops(blocks, rpo):
-    idom, preds = _dominators(blocks, rpo)
-    bodies = {}
-    for u in rpo:
-        for h in _all_succs(blocks[u]):
-            if _dominates(idom, h, u):
-                body = bodies.setdefault(h, {h})
-                stack = [u]
-                while stack:
-                    x = stack.pop()
-                    if x not in body:
-                        body.add(x)
-                        stack.extend(preds[x])
-    loops = [Loop(h, body) for h, body in bodies.items()]
-    loops.sort(key=lambda l: len(l.body))
+def _find_loops(blocks, graph):
+    """Natural loops of the blocks (`bril.cfg`), innermost first, nested at most
+    MAX_LOOP_DEPTH deep; each block's `loop` is set to its innermost kept loop."""
+    loops = [Loop(l.header, l.body) for l in natural_loops(graph)]
     for i, l in enumerate(loops):
         for m in loops[i + 1:]:
             if l.header in m.body:
@@ -232,9 +154,10 @@ def _find_loops(blocks, rpo):
 def layout(blocks):
     """Order reachable blocks (loops contiguous, header first); set `lid`; return
     (ordered blocks, root items, loops)."""
-    rpo = _rpo(blocks)
+    graph = block_graph(blocks)
+    rpo = graph.reverse_postorder()
     pos = {b: i for i, b in enumerate(rpo)}
-    loops = _find_loops(blocks, rpo)
+    loops = _find_loops(blocks, graph)
     root = Loop(None, set(rpo))
     units = {id(root): []}
     for l in loops:

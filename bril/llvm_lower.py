@@ -33,7 +33,7 @@ Structure, with the future JIT in mind:
   `ret`, `call`, `speculate`, `commit`).
 * `Lowering.lower_instr` checks arity and operand types and calls the table.
 * `FunctionLowering` is the scaffolding of one whole Bril function: allocas,
-  one LLVM block per Bril block (the engine's blocks, `bril.codegen`), the
+  one LLVM block per Bril block (the engines' blocks, `bril.blocks`), the
   dynamic instruction count, calls and returns, the speculation stack.  A
   trace region for the JIT (`speculate ... guard ... commit`, straight-line)
   reuses `Lowering.lower_instr` with another scaffolding: variables loaded
@@ -51,7 +51,7 @@ from llvmlite import ir
 
 from .errors import BrilError
 from .ops import OPS, INT_MIN, SSA_OPS
-from . import codegen
+from .blocks import build_blocks
 from . import typecheck as tc
 from .linker import link
 from .values import js_type_text, type_cmp
@@ -752,7 +752,7 @@ class LoweredFunction:
         self.index = index
         self.func = func
         self.name = func.get("name", "")
-        self.blocks = codegen.build_blocks(func)
+        self.blocks = build_blocks(func)
         self.types = tc.infer(func, self.blocks)
         self.var_types = self._variable_types()
         self.params = [p.get("name") for p in func.get("args") or []]

@@ -28,9 +28,9 @@ from .errors import BrilError
 from .ops import OPS, FOLDABLE, evaluate
 from .trace_build import EFFECT_OPS, Item, NotTraceable
 
-# Comparisons whose negation is another comparison (not for floats: NaN).
-INVERSE = {"lt": "ge", "ge": "lt", "le": "gt", "gt": "le",
-           "clt": "cge", "cge": "clt", "cle": "cgt", "cgt": "cle"}
+# Comparisons whose negation is another comparison (the op table's `negated`;
+# none for floats, because of NaN).
+INVERSE = {name: op.negated for name, op in OPS.items() if op.negated is not None}
 
 
 _PY_TYPE = {"int": int, "bool": bool, "float": float, "char": str}

@@ -30,7 +30,7 @@ import math
 from itertools import compress
 from operator import is_not
 
-from .cfg import LoopForest
+from .cfg import Graph, LoopForest
 from .ops import OPS
 
 TOP = frozenset({"?"})
@@ -563,14 +563,14 @@ class _Analysis:
                 node = (node,) * 32
             self.empty = (node,) * -(-nvars >> shift)
         self.get = _getter(self.shift)
-        self.succs = [list(dict.fromkeys(_succs_of(b))) for b in blocks]
+        self.succs = [b.all_succs() for b in blocks]
         if len(blocks) == 1 and not self.succs[0]:
             # (one block and no jump: no graph to look at)
             self.order = self.pos = [0]
             self.forest, self.widen_at, self.loop_end = None, {}, {}
         else:
             self.order = _reverse_postorder(blocks)
-            forest = self.forest = LoopForest(_Graph(self.succs))
+            forest = self.forest = LoopForest(Graph.of_succs(self.succs))
             self.widen_at = forest.latches  # (heads of the depth-first search's back edges)
             if forest.reducible:
                 self.pos, self.loop_end = _loop_order(forest, self.order)
@@ -1264,18 +1264,6 @@ class _Analysis:
         return True
 
 
-class _Graph:
-    """The successor lists of blocks, as `bril.cfg.LoopForest` reads a CFG."""
-
-    def __init__(self, succs):
-        self.entry = 0
-        self.succs = dict(enumerate(succs))
-        self.preds = {i: [] for i in range(len(succs))}
-        for i, ss in enumerate(succs):
-            for t in ss:
-                self.preds[t].append(i)
-
-
 def _forest_liveness(forest, succs, gen, kill):
     """Per block a superset of the variables live at its entry (bit sets), in
     near-linear time, given the loop forest of a reducible graph.  Liveness on the graph
@@ -1343,20 +1331,8 @@ def _reverse_postorder(blocks):
     and abort edges), a depth-first search taking later blocks first, so a loop's
     body comes before the code after the loop."""
     n = len(blocks)
-    state = [0] * n
-    post = []
-    stack = [(0, iter(sorted(_succs_of(blocks[0]), reverse=True)))]
-    state[0] = 1
-    while stack:
-        node, it = stack[-1]
-        for s in it:
-            if state[s] == 0:
-                state[s] = 1
-                stack.append((s, iter(sorted(_succs_of(blocks[s]), reverse=True))))
-                break
-        else:
-            post.append(node)
-            stack.pop()
+    graph = Graph.of_succs([sorted(b.all_succs(), reverse=True) for b in blocks])
+    post = graph.postorder()
     order = [n] * n
     for pos, b in enumerate(reversed(post)):
         order[b] = pos
@@ -1419,8 +1395,6 @@ def _give_up(ft, blocks, analysis):
     return ft
 
 
-def _succs_of(b):
-    return list(b.succs) + ([b.abort_succ] if b.abort_succ is not None else [])
 
 
 def _arg_range(v):
