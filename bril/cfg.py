@@ -395,18 +395,108 @@ def is_reducible(cfg, dom=None):
 @dataclass
 class Loop:
     header: str
-    body: set                       # block names, header included
+    body: object                    # block names, header included (a set or a LoopBody)
     latches: list = field(default_factory=list)   # tails of the back edges
+    parent: object = None           # header of the innermost loop around this one
 
     def exits(self, cfg):
         """Edges (inside, outside) that leave the loop."""
         return [(b, s) for b in self.body for s in cfg.succs[b] if s not in self.body]
 
 
+class LoopBody:
+    """The blocks of one loop of a reducible graph, answered from its loop forest:
+    membership in constant time, the blocks listed only when iterated.  (In a nest
+    of n loops the bodies hold O(n^2) blocks in all; listing them would make every
+    user of the loops quadratic.)"""
+
+    __slots__ = ("_forest", "_tree", "_members", "_children", "header", "_lo", "_hi", "_size")
+
+    def __init__(self, forest, tree, members, children, header, size):
+        self._forest, self._tree, self.header, self._size = forest, tree, header, size
+        self._members, self._children = members, children
+        self._lo, self._hi = tree[header]
+
+    def __contains__(self, block):
+        h = self._forest.loop_of(block)
+        return h is not None and self._lo <= self._tree[h][0] <= self._hi
+
+    def __iter__(self):
+        """The blocks, loop by loop (deterministic; time in the body's size)."""
+        stack = [self.header]
+        while stack:
+            h = stack.pop()
+            yield from self._members[h]
+            stack.extend(reversed(self._children[h]))
+
+    def __len__(self):
+        return self._size
+
+    def __eq__(self, other):
+        if isinstance(other, (set, frozenset, LoopBody)):
+            return len(other) == self._size and all(b in other for b in self)
+        return NotImplemented
+
+    __hash__ = None
+
+    def __repr__(self):
+        return f"LoopBody({self.header!r}, {self._size} blocks)"
+
+
 def natural_loops(cfg, dom=None):
     """Natural loops, one per header (back edges to one header share a loop).
 
-    Sorted innermost first (by body size), so passes can work inside out."""
+    Sorted innermost first (by body size), so passes can work inside out; ties
+    in the order of the back edges (tails in layout order).  On a reducible graph
+    the bodies come from the loop forest (near-linear in all), else each is
+    listed by a backward walk from its latches."""
+    forest = LoopForest(cfg)
+    if not forest.reducible:
+        return _listed_loops(cfg, dom)
+    # Preorder intervals of the loop tree: h's loop holds g's iff h's interval holds g's.
+    children = {h: [] for h in forest.headers}
+    roots = []
+    for h in forest.headers:
+        p = forest.parent.get(h)
+        (children[p] if p is not None else roots).append(h)
+    tree, clock = {}, 0
+    for root in roots:
+        clock += 1
+        stack = [(root, iter(children[root]))]
+        tree[root] = [clock, clock]
+        while stack:
+            h, it = stack[-1]
+            g = next(it, None)
+            if g is None:
+                tree[h][1] = clock
+                stack.pop()
+            else:
+                clock += 1
+                tree[g] = [clock, clock]
+                stack.append((g, iter(children[g])))
+    members = {h: [] for h in forest.headers}       # blocks whose innermost loop is h
+    for b in forest.order:
+        h = forest.loop_of(b)
+        if h is not None:
+            members[h].append(b)
+    size = {h: len(m) for h, m in members.items()}
+    for h in reversed(forest.headers):          # inner loops first
+        p = forest.parent.get(h)
+        if p is not None:
+            size[p] += size[h]
+    loops = {}
+    for t in cfg.nodes():
+        for h in cfg.succs[t]:
+            if (t, h) in forest.back:
+                loop = loops.get(h)
+                if loop is None:
+                    body = LoopBody(forest, tree, members, children, h, size[h])
+                    loop = loops[h] = Loop(h, body, parent=forest.parent.get(h))
+                loop.latches.append(t)
+    return sorted(loops.values(), key=lambda l: len(l.body))
+
+
+def _listed_loops(cfg, dom=None):
     dom = _dominance(cfg, dom)
     loops = {}
     for tail, head in back_edges(cfg, dom):
@@ -418,7 +508,13 @@ def natural_loops(cfg, dom=None):
             if n not in loop.body:
                 loop.body.add(n)
                 stack.extend(p for p in cfg.preds[n] if dom.reachable(p))
-    return sorted(loops.values(), key=lambda l: len(l.body))
+    loops = sorted(loops.values(), key=lambda l: len(l.body))
+    for i, l in enumerate(loops):
+        for m in loops[i + 1:]:
+            if l.header in m.body:
+                l.parent = m.header
+                break
+    return loops
 
 
 class LoopForest:

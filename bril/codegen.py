@@ -131,12 +131,11 @@ class Loop:
 def _find_loops(blocks, graph):
     """Natural loops of the blocks (`bril.cfg`), innermost first, nested at most
     MAX_LOOP_DEPTH deep; each block's `loop` is set to its innermost kept loop."""
-    loops = [Loop(l.header, l.body) for l in natural_loops(graph)]
-    for i, l in enumerate(loops):
-        for m in loops[i + 1:]:
-            if l.header in m.body:
-                l.parent = m
-                break
+    found = natural_loops(graph)
+    loops = [Loop(l.header, l.body) for l in found]
+    by_header = {l.header: l for l in loops}
+    for l, n in zip(loops, found):
+        l.parent = by_header.get(n.parent)
     # Depth; loops nested too deeply are dissolved into their (shallower) parents.
     for l in sorted(loops, key=lambda l: -len(l.body)):
         l.depth = l.parent.depth + 1 if l.parent else 1

@@ -98,9 +98,27 @@ def function_key(linked, index, variant, osr, settings):
     options = tuple(os.environ.get(o, "") for o in GENERATOR_OPTIONS)
     h.update(repr((variant, osr, settings, options)).encode())
     # The function, its callees, and below callees that may be inlined.
-    hash_call_graph(linked, index, h, lambda func, depth: depth == 0 or (
-        depth <= _INLINE_LEVELS and _may_inline(func)))
+    h.update(call_graph_digest(linked, index, inlined_only=True))
     return h.hexdigest()
+
+
+def call_graph_digest(linked, index, inlined_only):
+    """The digest of function `index` and what is compiled into it: its callees'
+    interfaces and, below them, callees that may be inlined (inlined_only), or
+    everything it calls transitively.  Memoized on the linked program: a function
+    with many loops asks once per loop, and hashing it again each time would cost
+    its size per loop."""
+    memo = linked.__dict__.setdefault("_call_graph_digests", {})
+    digest = memo.get((index, inlined_only))
+    if digest is None:
+        h = sha256()
+        if inlined_only:
+            hash_call_graph(linked, index, h, lambda func, depth: depth == 0 or (
+                depth <= _INLINE_LEVELS and _may_inline(func)))
+        else:
+            hash_call_graph(linked, index, h, lambda func, depth: True)
+        digest = memo[(index, inlined_only)] = h.digest()
+    return digest
 
 
 def hash_call_graph(linked, index, h, expand):

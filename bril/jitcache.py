@@ -58,8 +58,8 @@ def unit_key(linked, kind, index, blocks, entries, level):
     h = sha256(FORMAT + native_digest(level))
     h.update(repr((kind, index, sorted(blocks or ()), sorted(entries or ()))).encode())
     # The function and everything it calls, transitively (compiled into the unit).
-    from .codekeys import hash_call_graph
-    hash_call_graph(linked, index, h, lambda func, depth: True)
+    from .codekeys import call_graph_digest
+    h.update(call_graph_digest(linked, index, inlined_only=False))
     return h.hexdigest()
 
 

@@ -130,7 +130,7 @@ class Recorder:
             early = self._early.pop(fname, {})
             hs = {}
             for loop in natural_loops(info.cfg):
-                st = LoopStats(fname, loop.header, frozenset(loop.body))
+                st = LoopStats(fname, loop.header, loop.body)
                 st.visits = early.get(loop.header, 0)
                 hs[loop.header] = self._loops[(fname, loop.header)] = st
             self._headers[fname] = hs

@@ -178,3 +178,25 @@ def test_dominance_queries_agree_with_dominator_sets():
         for a in cfg.blocks:
             for b in cfg.blocks:
                 assert fast.dominates(a, b) == (b in sets and a in sets[b]), (a, b)
+
+
+def test_natural_loops_from_the_forest_match_listed_loops():
+    """On reducible graphs the bodies come from the loop forest; they must hold
+    exactly the blocks a backward walk from the latches finds (sibling loops,
+    nests and loops sharing nothing included)."""
+    import random
+    from bril.cfg import Graph, natural_loops, _listed_loops
+    rng = random.Random(7)
+    checked = 0
+    for _ in range(400):
+        n = rng.randint(1, 14)
+        succs = [sorted(rng.sample(range(n), rng.randint(0, min(2, n)))) for _ in range(n)]
+        g = Graph.of_succs(succs)
+        a, b = natural_loops(g), _listed_loops(g)
+        assert [l.header for l in a] == [l.header for l in b]
+        for x, y in zip(a, b):
+            assert set(x.body) == y.body and len(x.body) == len(y.body)
+            assert all((v in x.body) == (v in y.body) for v in range(n))
+            assert x.latches == y.latches and x.parent == y.parent
+        checked += len(a)
+    assert checked > 100
