@@ -21,10 +21,9 @@ proven gets no exit: the guard keeps its region's resume.
 """
 
 import itertools
-import math
 
-from .errors import BrilError
-from .ops import FOLDABLE, OPS, evaluate
+from .folding import fold_values
+from .ops import FOLDABLE, OPS
 from .trace_build import EFFECT_OPS
 
 _MASK = (1 << 64) - 1
@@ -135,12 +134,8 @@ class State:
     def _pure(self, op, typ, args):
         syms = self.syms
         if op in FOLDABLE and all(a in syms.consts for a in args):
-            try:
-                value = evaluate(op, *(syms.consts[a] for a in args))
-            except BrilError:
-                value = None
-            if value is not None and not (isinstance(value, float) and (
-                    math.isnan(value) or math.isinf(value))):
+            value = fold_values(op, [syms.consts[a] for a in args])
+            if value is not None:
                 return syms.const(typ, value)
         if op in ("add", "sub") and typ == "int":
             a, b = args

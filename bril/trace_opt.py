@@ -3,7 +3,7 @@
 Works on the `Item` list from `trace_build`:
 
 1. `number_values`: value numbering over the whole line (copy propagation,
-   constant folding through `bril.ops.evaluate`, common subexpressions), using
+   constant folding through `bril.folding`, common subexpressions), using
    what guards make known (after `guard c`, c is true); a variable the line
    sets to several constants reads them from one variable per constant.  A guard on the
    branch's false direction becomes a guard on the inverse comparison (or on
@@ -22,10 +22,10 @@ Works on the `Item` list from `trace_build`:
    variables must be right for a resume, and the end of the trace).
 """
 
-import math
 
-from .errors import BrilError
-from .ops import OPS, FOLDABLE, evaluate
+from .folding import const_of, fold_values
+from .numbering import ValueNumbers, const_key
+from .ops import OPS, FOLDABLE
 from .trace_build import EFFECT_OPS, Item, NotTraceable
 
 # Comparisons whose negation is another comparison (the op table's `negated`;
@@ -33,56 +33,29 @@ from .trace_build import EFFECT_OPS, Item, NotTraceable
 INVERSE = {name: op.negated for name, op in OPS.items() if op.negated is not None}
 
 
-_PY_TYPE = {"int": int, "bool": bool, "float": float, "char": str}
 _BRIL_TYPE = {int: "int", bool: "bool", float: "float", str: "char"}
 
 
-def _matches(value, typ):
-    """Does a folded-in constant have the type the op expects?  (`any` values may not.)"""
-    want = _PY_TYPE.get(typ)
-    return want is None or type(value) is want
+class _TraceNumbers(ValueNumbers):
+    """Value numbers over a trace, plus the defining instruction of each pure
+    value (to turn a guard on `not c` or on a negated comparison into a guard on
+    what it was computed from)."""
 
+    __slots__ = ("defn",)
 
-def _representable(value):
-    return not (isinstance(value, float) and (math.isnan(value) or math.isinf(value)))
-
-
-class _Numbering:
     def __init__(self):
-        self.vn_of = {}         # variable -> value number
-        self.const = {}         # value number -> Python value
-        self.expr = {}          # expression key -> value number
-        self.holders = {}       # value number -> variables that hold it now
+        super().__init__()
         self.defn = {}          # value number -> defining instruction (pure ones)
-        self.next = 0
-
-    def fresh(self):
-        self.next += 1
-        return self.next
-
-    def vn(self, var):
-        v = self.vn_of.get(var)
-        if v is None:
-            v = self.vn_of[var] = self.fresh()
-            self.holders[v] = [var]
-        return v
 
     def canon(self, var):
-        hs = self.holders.get(self.vn(var))
-        return hs[0] if hs else var
-
-    def assign(self, var, v):
-        old = self.vn_of.get(var)
-        if old is not None and var in self.holders.get(old, ()):
-            self.holders[old].remove(var)
-        self.vn_of[var] = v
-        self.holders.setdefault(v, []).append(var)
+        """The variable to read var's value from (its value's home)."""
+        return self.home(self.number(var)) or var
 
 
 def number_values(items, fresh_name, known=None):
     """Value numbering over the line; returns a new item list.  `known` maps
     variables defined before the trace to constants they surely hold."""
-    n = _Numbering()
+    n = _TraceNumbers()
     writes = {}
     for it in items:
         d = it.instr.get("dest")
@@ -91,14 +64,10 @@ def number_values(items, fresh_name, known=None):
     for var, value in (known or {}).items():
         # Share the value number of a `const` of the same value, so that
         # `div a two` and `div a two_again` are the same expression.
-        key = ("const", _BRIL_TYPE[type(value)], type(value).__name__, value)
-        v = n.expr.get(key)
-        if v is None:
-            v = n.expr[key] = n.fresh()
-            n.const[v] = value
+        v = n.of_const(const_key(_BRIL_TYPE[type(value)], value), value)
         # Not a holder: other variables are never replaced by it, since the
         # trace may run where the original has not assigned it yet.
-        n.vn_of[var] = v
+        n.num_of[var] = v
     out = []
     for it in items:
         ins = dict(it.instr)
@@ -107,42 +76,42 @@ def number_values(items, fresh_name, known=None):
             ins["args"] = [n.canon(a) for a in ins.get("args") or []]
             out.append(Item(ins, it.site, it.frame, True))
             if "dest" in ins:
-                n.assign(ins["dest"], n.fresh())
+                n.assign(ins["dest"], n.new())
             continue
         if op == "guard":
             negate = ins.pop("negate", False)
-            v = n.vn(ins["args"][0])
+            v = n.number(ins["args"][0])
             if negate:
-                if v in n.const:
-                    if n.const[v]:
+                if v in n.consts:
+                    if n.consts[v]:
                         raise NotTraceable("a guard that always fails")
                     continue
                 d = n.defn.get(v)
-                if d is not None and d["op"] == "not" and n.holders.get(n.vn(d["args"][0])):
+                if d is not None and d["op"] == "not" and n.holders.get(n.number(d["args"][0])):
                     ins["args"] = [n.canon(d["args"][0])]
                 elif d is not None and d["op"] in INVERSE and all(
-                        n.holders.get(n.vn(a)) for a in d["args"]):
+                        n.holders.get(n.number(a)) for a in d["args"]):
                     g = fresh_name()
                     inv = {"op": INVERSE[d["op"]], "dest": g, "type": "bool",
                            "args": [n.canon(a) for a in d["args"]]}
                     out.append(Item(inv, it.site, it.frame))
-                    n.assign(g, n.fresh())
+                    n.assign(g, n.new())
                     ins["args"] = [g]
                 else:
                     g = fresh_name()
                     out.append(Item({"op": "not", "dest": g, "type": "bool",
                                      "args": [n.canon(ins["args"][0])]}, it.site, it.frame))
-                    n.assign(g, n.fresh())
+                    n.assign(g, n.new())
                     ins["args"] = [g]
-                n.const[v] = False
+                n.consts[v] = False
             else:
                 ins["args"] = [n.canon(ins["args"][0])]
-            gv = n.vn(ins["args"][0])
-            if gv in n.const:
-                if not n.const[gv]:
+            gv = n.number(ins["args"][0])
+            if gv in n.consts:
+                if not n.consts[gv]:
                     raise NotTraceable("a guard that always fails")
                 continue                    # known true: the guard is redundant
-            n.const[gv] = True
+            n.consts[gv] = True
             out.append(Item(ins, it.site, it.frame, origin=it.origin))
             continue
         if "args" in ins:
@@ -152,44 +121,29 @@ def number_values(items, fresh_name, known=None):
             out.append(Item(ins, it.site, it.frame))
             continue
         if op == "const":
-            key = ("const", str(ins.get("type")), type(ins["value"]).__name__, ins["value"])
-            v = n.expr.get(key)
-            if v is None:
-                v = n.expr[key] = n.fresh()
-                n.const[v] = ins["value"]
+            v = n.of_const(const_key(ins.get("type"), ins["value"]), ins["value"])
         elif op == "id":
-            v = n.vn(ins["args"][0])
+            v = n.number(ins["args"][0])
         elif op in FOLDABLE and op != "id":
-            avs = [n.vn(a) for a in ins["args"]]
+            avs = [n.number(a) for a in ins["args"]]
             v = None
-            if all(a in n.const for a in avs) and all(
-                    _matches(n.const[a], t) for a, t in zip(avs, OPS[op].args)):
-                try:
-                    value = evaluate(op, *(n.const[a] for a in avs))
-                except BrilError:
-                    value = None        # would fail at run time: leave it to fail there
-                if value is not None and _representable(value) and isinstance(
+            if all(a in n.consts for a in avs):
+                # (None where it would fail at run time: left to fail there)
+                value = fold_values(op, [n.consts[a] for a in avs])
+                if value is not None and isinstance(
                         ins.get("type"), str) and ins["type"] != "any":
                     ins = {"op": "const", "dest": dest, "type": ins["type"], "value": value}
-                    key = ("const", ins["type"], type(value).__name__, value)
-                    v = n.expr.get(key)
-                    if v is None:
-                        v = n.expr[key] = n.fresh()
-                        n.const[v] = value
+                    v = n.of_const(const_key(ins["type"], value), value)
             if v is None:
-                if OPS[op].commutative:
-                    avs = sorted(avs)
-                key = (op, str(ins.get("type")), tuple(avs))
-                v = n.expr.get(key)
-                if v is not None and n.holders.get(v):
+                v, seen = n.of_expr(op, avs, str(ins.get("type")))
+                if seen and n.home(v) is not None:
                     ins = {"op": "id", "dest": dest, "type": ins.get("type"),
-                           "args": [n.holders[v][0]]}
+                           "args": [n.home(v)]}
                 else:
-                    v = n.expr[key] = n.fresh()
                     n.defn[v] = ins
         else:
-            v = n.fresh()           # loads, allocs, calls: a new value each time
-        if n.vn_of.get(dest) == v and dest in n.holders.get(v, ()):
+            v = n.new()           # loads, allocs, calls: a new value each time
+        if n.num_of.get(dest) == v and dest in n.holders.get(v, ()):
             continue            # the variable already holds this value (it ran before)
         if ins["op"] == "const" and writes.get(dest, 0) > 1 and isinstance(ins.get("type"), str):
             # A variable the line sets to several values: keep each constant in
@@ -299,7 +253,7 @@ def eliminate_dead(seq, live_at, end_live):
 # --- induction-variable guards ---------------------------------------------------------
 
 _BOUND = {"lt": ("upper", 1), "le": ("upper", 0), "gt": ("lower", 1), "ge": ("lower", 0)}
-_SWAP = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
+_SWAP = {name: OPS[name].swapped for name in _BOUND}
 
 
 def single_constants(func):
@@ -311,10 +265,14 @@ def single_constants(func):
         if d is not None:
             defs.setdefault(d, []).append(ins)
     params = {a["name"] for a in func.get("args") or []}
-    return {v: ds[0]["value"] for v, ds in defs.items()
-            if len(ds) == 1 and v not in params and ds[0]["op"] == "const"
-            and isinstance(ds[0].get("type"), str) and ds[0]["type"] in ("int", "bool", "char")
-            and _matches(ds[0]["value"], ds[0]["type"])}
+    known = {}
+    for v, ds in defs.items():
+        if len(ds) == 1 and v not in params and ds[0]["op"] == "const" and ds[0].get(
+                "type") in ("int", "bool", "char"):
+            c = const_of(ds[0])         # (None for a value of the wrong type)
+            if c is not None:
+                known[v] = c.value
+    return known
 
 
 def strengthen_guards(items, fresh_name, known=None, int_min=-(1 << 63), int_max=(1 << 63) - 1):

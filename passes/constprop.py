@@ -15,7 +15,7 @@ a `jmp`.  Blocks that become unreachable are left for `cfgclean`.
 from bril import ops
 from bril.cfg import CFG
 from .safety import map_functions
-from .values import const_of, fold, as_const_instr
+from bril.folding import const_of, fold, as_const_instr
 
 
 def _value(instr, env):

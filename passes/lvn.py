@@ -4,7 +4,7 @@ Within each basic block, every value gets a number; an expression whose
 (op, operand numbers) was computed before, and is still held by some variable,
 becomes a copy of that variable; arguments are replaced by the first variable
 holding their value (copy propagation); commutative ops sort their operands;
-ops on constant operands fold to `const` through `bril.ops.evaluate` (never when
+ops on constant operands fold to `const` through `bril.folding` (never when
 evaluation raises: a division by zero stays to fail at run time).
 
 Only ops with a Python meaning in the op table are numbered (they are
@@ -22,8 +22,9 @@ traces.
 
 from bril import ops
 from bril.cfg import CFG, NameSupply, variable_names
+from bril.numbering import ValueNumbers
 from .safety import map_functions, SPEC_OPS
-from .values import const_of, fold, as_const_instr
+from bril.folding import const_of, fold, as_const_instr
 
 # Ops whose run-time error message names their operand variable
 # ("Pointer p points to uninitialized data"): their operands keep their names.
@@ -34,42 +35,27 @@ NAMED_IN_ERRORS = {"load"}
 NUMBERED = ops.FOLDABLE | {"ptradd"}
 
 
-class _Numbering:
-    """Value numbers for one block: what each source name refers to, and which
-    variables physically hold each value."""
+class _BlockNumbers(ValueNumbers):
+    """Value numbers for one block, where a source name's definition may be
+    renamed: `env` says which value each source name refers to, the table's
+    variables are the physical ones."""
+
+    __slots__ = ("env",)
 
     def __init__(self):
+        super().__init__()
         self.env = {}           # source variable name -> value number
-        self.phys = {}          # physical variable -> value number it holds
-        self.holders = {}       # value number -> physical variables holding it
-        self.consts = {}        # value number -> Const
-        self.table = {}         # expression key -> value number
-        self.count = 0
 
-    def new(self):
-        self.count += 1
-        self.holders[self.count] = []
-        return self.count
-
-    def number(self, name):
+    def source(self, name):
         """The value number a source name refers to (live-in names get a fresh one)."""
         num = self.env.get(name)
         if num is None:
-            num = self.new()
-            self.env[name] = self.phys[name] = num
-            self.holders[num].append(name)
+            num = self.env[name] = self.number(name)
         return num
 
-    def home(self, num):
-        return self.holders[num][0]
-
-    def assign(self, name, phys, num):
+    def define(self, name, phys, num):
         """Source name `name`, stored in physical variable `phys`, now holds `num`."""
-        old = self.phys.get(phys)
-        if old is not None:
-            self.holders[old].remove(phys)
-        self.phys[phys] = num
-        self.holders[num].append(phys)
+        self.assign(phys, num)
         self.env[name] = num
 
 
@@ -84,16 +70,16 @@ def lvn_block(instrs, names):
             last_def[instr["dest"]] = i
         if instr.get("op") in NAMED_IN_ERRORS:
             named.update(instr.get("args", ()))
-    vn = _Numbering()
+    vn = _BlockNumbers()
     out = []
     for i, instr in enumerate(instrs):
         args = instr.get("args")
         nums = []
         if args:
             first = 1 if instr["op"] == "set" else 0     # set's first argument is a shadow name
-            nums = [vn.number(a) for a in args[first:]]
+            nums = [vn.source(a) for a in args[first:]]
             if instr["op"] in NAMED_IN_ERRORS:
-                new_args = [a if vn.phys.get(a) == n else vn.home(n)
+                new_args = [a if vn.num_of.get(a) == n else vn.home(n)
                             for a, n in zip(args, nums)]
             else:
                 new_args = args[:first] + [vn.home(n) for n in nums]
@@ -125,28 +111,18 @@ def lvn_block(instrs, names):
                 num = _number_of_const(vn, c)
                 instr = as_const_instr(instr, c) or instr
             else:
-                if ops.OPS[op].commutative:
-                    nums = sorted(nums)
-                key = (op, tuple(nums))
-                num = vn.table.get(key)
-                if num is not None and vn.holders[num]:
+                num, seen = vn.of_expr(op, nums)
+                if seen and vn.home(num) is not None:
                     instr = _copy_of(instr, vn.home(num))
-                elif num is None:
-                    num = vn.table[key] = vn.new()
         if num is None:
             num = vn.new()
-        vn.assign(d, phys, num)
+        vn.define(d, phys, num)
         out.append(instr)
     return out
 
 
 def _number_of_const(vn, c):
-    key = ("const", c.key())
-    num = vn.table.get(key)
-    if num is None:
-        num = vn.table[key] = vn.new()
-        vn.consts[num] = c
-    return num
+    return vn.of_const(("const", c.key()), c)
 
 
 def _copy_of(instr, var):

@@ -22,7 +22,7 @@ import copy
 
 from bril import ops
 from bril.dataflow import defined_vars, defined_before_each, dest, uses
-from .values import const_of
+from bril.folding import const_of
 
 SPEC_OPS = ops.SPECULATION_OPS
 

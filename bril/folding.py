@@ -1,5 +1,8 @@
 """Compile-time constants: reading them from `const`, folding ops, writing them back.
 
+The one folding front end: the passes (`lvn`, `constprop`) and the tracer's
+optimizer and exit analysis (`bril.trace_opt`, `bril.trace_exit`) fold through it.
+
 A `Const` is a run-time value with its run-time type ('int', 'bool', 'float',
 'char'), as the interpreter would hold it.  Equality is exact: 0.0 and -0.0
 differ, NaN equals the same NaN bits, and `true` is not the integer 1.
@@ -12,8 +15,8 @@ fails, or type-checks, at run time exactly as before.
 
 import math
 
-from bril import ops
-from bril.errors import BrilError
+from . import ops
+from .errors import BrilError
 
 SCALARS = ("int", "bool", "float", "char")
 
@@ -127,3 +130,19 @@ def fold(op, args):
     if runtime_type(value) != typ:
         return None
     return Const(typ, value)
+
+
+def fold_values(op, values):
+    """The Python value an op yields on constant Python operands (their Bril types
+    taken from the values), or None when `fold` gives up or the result is not a
+    JSON constant (NaN, an infinity)."""
+    args = []
+    for v in values:
+        t = runtime_type(v)
+        if t is None:
+            return None
+        args.append(Const(t, v))
+    c = fold(op, args)
+    if c is None or (c.type == "float" and not math.isfinite(c.value)):
+        return None
+    return c.value
