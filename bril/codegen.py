@@ -72,7 +72,7 @@ their inferred kinds at entry; `loops` the natural loops (header, body).
 import math
 import os
 
-from .ops import OPS, INT_MIN, INT_MAX
+from .ops import OPS, INT_MIN, INT_MAX, STATEFUL_OPS
 from .codekeys import check_facts_requested  # noqa: F401 (also bril.codegen's)
 from .blocks import BLOCK_ENDERS, Block, block_graph, build_blocks  # noqa: F401 (used by other tiers)
 from .cfg import natural_loops
@@ -106,7 +106,7 @@ INLINE_BUDGET = 300
 
 _WRAP_PREFIX = "wrap64("
 
-_NOT_INLINED_OPS = {"speculate", "commit", "guard", "phi", "set", "get", "undef"}
+_NOT_INLINED_OPS = STATEFUL_OPS         # (state beyond the callee's variables)
 
 
 def _key_pyname(key):

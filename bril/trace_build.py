@@ -16,6 +16,7 @@ resume.
 
 from dataclasses import dataclass
 
+from . import ops
 from .cfg import CFG
 
 
@@ -28,9 +29,10 @@ class NotTraceable(Exception):
 
 
 # Ops that touch the heap or the outside world: a rollback cannot take them back.
-EFFECT_OPS = frozenset({"print", "store", "free", "alloc"})
-# Ops whose meaning depends on control-flow history or speculation state.
-FORBIDDEN_OPS = frozenset({"speculate", "commit", "guard", "phi", "set", "get"})
+EFFECT_OPS = ops.EFFECT_OPS
+# Ops whose meaning depends on control-flow history or speculation state (an
+# ssa2 `undef` does not: it only makes a variable undefined).
+FORBIDDEN_OPS = ops.STATEFUL_OPS - {"undef"}
 
 
 @dataclass

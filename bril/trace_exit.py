@@ -23,16 +23,10 @@ proven gets no exit: the guard keeps its region's resume.
 import itertools
 
 from .folding import fold_values
-from .ops import FOLDABLE, OPS
+from .ops import FOLDABLE, OPS, wrap64
 from .trace_build import EFFECT_OPS
 
-_MASK = (1 << 64) - 1
 _opaque = itertools.count()
-
-
-def _wrap(n):
-    n &= _MASK
-    return n - (1 << 64) if n >> 63 else n
 
 
 class Symbols:
@@ -61,7 +55,7 @@ class Symbols:
         return i
 
     def linear(self, base, off):
-        off = _wrap(off)
+        off = wrap64(off)
         if off == 0:
             return base
         i = self.intern(("lin", base, off))

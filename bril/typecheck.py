@@ -26,12 +26,13 @@ without a value).
 
 import gc
 import heapq
-import math
 from itertools import compress
 from operator import is_not
 
 from .cfg import Graph, LoopForest
-from .ops import OPS
+from .errors import BrilError
+from .ops import INT_MAX, INT_MIN, OPS
+from .values import const_value
 
 TOP = frozenset({"?"})
 NONE = frozenset()
@@ -119,8 +120,6 @@ def load_tags(ptr_tags):
     return frozenset(out) if out else TOP
 
 
-INT_MIN = -(1 << 63)
-INT_MAX = (1 << 63) - 1
 FULL = (INT_MIN, INT_MAX)
 WIDEN_AFTER = 3         # merges into a block before its ranges are widened
 # Widening jumps to the next of these bounds (not straight to the end of the range),
@@ -403,14 +402,15 @@ def _div_range(a, b):
 
 
 def _const_range(instr):
-    v = instr.get("value")
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or instr.get("type") == "float":
+    """(n, n) for a `const` that assigns the integer n (converted as every tier
+    converts it, `bril.values.const_value`), else None."""
+    if instr.get("type") == "float":
         return None
-    if isinstance(v, float) and (v != v or v in (float("inf"), float("-inf"))):
+    try:
+        v = const_value(instr)
+    except BrilError:
         return None
-    n = math.floor(v)
-    n = ((n - INT_MIN) & ((1 << 64) - 1)) + INT_MIN
-    return (n, n)
+    return (v, v) if type(v) is int else None
 
 
 class FunctionTypes:
