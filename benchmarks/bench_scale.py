@@ -16,7 +16,7 @@ best wall time of --repeat runs, and its result is checked exactly against
   trace         brili --trace OUT.json -p (output and count of the original)
   brilc         brilc -o EXE (compile time), then
   native        EXE -p (the compiled program's run time)
-  ref           the --reference command (e.g. /work/peers/brili-ref), -p
+  ref           the --reference command (e.g. path/to/brili-ref), -p
 
 Printed per shape and tool: the time at each size, the time per instruction
 (per static instruction of the program for the translators and compilers,
@@ -31,10 +31,12 @@ factors at small sizes; compare large sizes.  A `!` marks a wrong result,
 Examples:
   python benchmarks/bench_scale.py                                  # every shape, 1x 2x 4x 8x, every tool
   python benchmarks/bench_scale.py --shapes jmp-chain,call-chain --sizes 1,10 --tools opt,brilc,native
-  python benchmarks/bench_scale.py --tools brili,ref --reference /work/peers/brili-ref
+  python benchmarks/bench_scale.py --tools brili,ref --reference path/to/brili-ref
   python benchmarks/bench_scale.py --json results.json              # also every figure as JSON
 
 The machine may be busy: compare figures from the same run, or best of several.
+`brili --jit`'s background precompilation for the next run is off while timing
+(BRIL_JIT_PRECOMPILE=0 unless set).
 """
 
 import argparse
@@ -195,6 +197,10 @@ def fmt_time(t):
 
 
 def main(argv=None):
+    # `brili --jit` may leave a background process compiling for the next run
+    # (bril.jit_precompile); while timing, it would steal the CPU from the
+    # measurements that follow, so it is off unless asked for.
+    os.environ.setdefault("BRIL_JIT_PRECOMPILE", "0")
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
                                 epilog=__doc__[__doc__.index("\n\n") + 2:])
