@@ -10,6 +10,7 @@ merged loop tests fail to when the loop is about to end (its tail).
 """
 
 from .trace_build import Item
+from .trace_cost import FailPoint
 from .trace_opt import is_effect
 
 MARK = "trace"
@@ -299,10 +300,10 @@ class Emitter:
     def _at(self, item, done, exits, stub, tail):
         """Note where the guard `item` fails: after `done` instructions of the
         pass, leaving through a side exit (whose stub runs `stub` more), to
-        the tail or rolling back (`simulate` charges aborts by it)."""
+        the tail or rolling back (`trace_cost.simulate` charges aborts by it)."""
         for o in (item.origin,) + tuple(item.covers):
             if o >= 0:
-                self.guard_at[o] = (done, exits, stub, tail)
+                self.guard_at[o] = FailPoint(done, exits, stub, tail)
 
     def rotate(self, loop, loop_label):
         """The loop part as it follows the first pass: bottom-tested if it

@@ -17,8 +17,9 @@ whose state is proven to be the original's leaves through a side exit
 loop test that fails because fewer iterations are left than a pass runs goes
 to the loop's *tail*, a copy of the original loop (`trace_emit.loop_clone`).
 
-`simulate` replays the recorded iteration sequence against a chain, counting
-successful passes, aborted ones and the instructions won or wasted.
+`bril.trace_cost.simulate` replays the recorded iteration sequence against a
+chain, counting successful passes, aborted ones and the instructions won or
+wasted (the cost model).
 """
 
 from dataclasses import dataclass, field
@@ -27,16 +28,15 @@ from . import trace_plugin
 from .dataflow import liveness, live_after_each
 from .ops import FOLDABLE
 from .trace_build import NotTraceable, Replayer
+from .trace_cost import simulate  # noqa: F401 (also read from here)
 from .trace_emit import MARK, Emitter, clone_site, count_ops, loop_clone, tail_label
 from .trace_exit import Exits, variable_types
 from .trace_opt import (eliminate_dead, find_cut, hoist_guards, number_values, place_regions,
                         single_constants, strengthen_guards)
-from .trace_record import LONG
 
 UNROLLS = (1, 2, 4, 8, 16, 32)
 MAX_CHAIN = 3
 BEAM = 3                    # chains of each length kept while growing them
-EXIT_COST = 3               # estimated instructions a side exit costs (copies, a jump)
 # An iteration path that enters some block more often than this has gone round
 # an inner loop (or recursion) that many times: its trip count is usually data
 # (a matrix dimension, a string length), and a trace with it unrolled fails on
@@ -65,8 +65,7 @@ class Candidate:
     cost_pre_x: int = 0
     first_exits: bool = False   # every branch of body_x's first pass has a side exit
     # Where a deviation from the path is caught, for the first pass (`body`,
-    # `body_x`) and the loop part: {origin: (instructions run, side exit?,
-    # instructions of the exit's stub, to the tail?)},
+    # `body_x`) and the loop part: {origin: trace_cost.FailPoint},
     # origins as `branch_origin` maps them: {index in `path` of a branch
     # target: origin}.
     fails: tuple = ({}, {}, {})
@@ -107,7 +106,6 @@ ORIG_LABEL = "\0orig"
 # left than a pass runs, so they run there without re-entering the chain.
 TAIL_PRE = "\0tail-pre"
 TAIL_LOOP = "\0tail-loop"
-EXITED, TAIL = "exited", "tail"
 
 
 class _Liveness:
@@ -300,215 +298,6 @@ def invariant_items(seq):
 def _key(ins):
     return (ins["op"], str(ins.get("type")), tuple(ins.get("args") or ()),
             type(ins.get("value")).__name__, ins.get("value"))
-
-
-def simulate(chain, stats):
-    """Replay the recorded iteration sequence against a chain of candidates.
-
-    At the header the traces are tried in order: one succeeds if the next
-    iterations take its pattern of paths (then its loop part keeps running
-    while they do); otherwise a guard aborts it.  Where the recorded path of
-    the deviating iteration says which branch went the other way, the abort
-    costs what the trace runs up to the guard that checks that branch (a
-    hoisted, strengthened loop test fails before any work), or, if that guard
-    has a side exit, the few copies of the exit (the iterations done stay
-    done); else roughly the iterations it ran.  When none succeeds, the
-    original code runs one iteration.  Returns (gain, entries per trace,
-    aborts per trace)."""
-    traces = chain.traces
-    nt = len(traces)
-    entries = [0] * nt
-    aborts = [0] * nt
-    gain = 0.0
-    pats = [t.pattern for t in traces]
-    ks = [len(p) for p in pats]
-    # The last trace may run its side-exiting variant.
-    last = traces[-1]
-    last_x = chain.first_exits
-    cost_pre = [t.cost_pre for t in traces[:-1]] + [
-        last.cost_pre_x if last_x else last.cost_pre]
-    per_iter = [c / k for c, k in zip(cost_pre, ks)]
-    # With side exits, an iteration that leaves the pattern exits where it
-    # leaves: the iterations before it keep their gain and the exit costs a
-    # few copies.  Without, the pass is wasted and rolled back.
-    exiting = [t.exits_everywhere for t in traces]
-    saved_loop = [(t.replaced - t.cost_loop) / k for t, k in zip(traces, ks)]
-    last_exits = last_x and last.first_exits
-    saved_last = (traces[-1].replaced - cost_pre[-1]) / ks[-1]
-    uniform = [p[0] if len(set(p)) == 1 else None for p in pats]
-    known = {p for pat in pats for p in pat}
-    # Start of iteration m of each trace's path, in its events.
-    starts = []
-    for t in traces:
-        offs, o = [], 0
-        for pid in t.pattern:
-            offs.append(o)
-            o += len(stats.path_list[pid]) - 1
-        starts.append(offs)
-    memo = {}
-
-    def fail_at(j, part, m, od):
-        """(instructions run, side exit?) where trace j's `part` (0: first
-        pass, 1: its side-exiting variant, 2: loop part) catches iteration m
-        taking outcome od instead of its pattern's path; None if unknown."""
-        g = fail_origin(j, m, od)
-        return traces[j].fails[part].get(g) if g is not None else None
-
-    def fail_origin(j, m, od):
-        """The origin of the branch where iteration m leaves trace j's path."""
-        key = (j, m, od)
-        if key in memo:
-            return memo[key]
-        g = None
-        ev = stats.events_of(od) if od is not None else None
-        if ev is not None:
-            want = stats.path_list[pats[j][m]]
-            d = 1
-            while d < len(want) and d < len(ev) and want[d] == ev[d]:
-                d += 1
-            g = traces[j].branch_origin.get(starts[j][m] + d)
-        memo[key] = g
-        return g
-
-    def exit_gain(j, info, m, od):
-        """A side exit at iteration m: the original would have run the
-        instructions up to that branch; the trace ran its own and the stub."""
-        g = fail_origin(j, m, od)
-        return traces[j].orig_at.get(g, 0) - info[0] - info[2]
-
-    def matched(pattern):
-        """(iterations that follow `pattern`, outcome of the one that does not)."""
-        j, o, m = i, off, 0
-        while m < len(pattern) and j < n_runs and seq[j][0] == pattern[m]:
-            m += 1
-            o += 1
-            if o == seq[j][1]:
-                j += 1
-                o = 0
-        return m, (seq[j][0] if m < len(pattern) and j < n_runs else None)
-
-    def first_pass_fails(j, m, od):
-        """(gain, how) of trace j's first pass failing at iteration m: how is
-        EXITED (a side exit: the original finishes that iteration), TAIL (the
-        loop's clone runs the rest of the loop) or None (a rollback)."""
-        part = 1 if j == nt - 1 and last_x else 0
-        info = fail_at(j, part, m, od)
-        if info is not None:
-            if info[1]:
-                return exit_gain(j, info, m, od), EXITED
-            if info[3] and j == nt - 1 and chain.tail:
-                return -info[0], TAIL
-            return -info[0], None
-        if j == nt - 1 and last_exits and od is not None and od >= 0:
-            return m * saved_last - EXIT_COST, EXITED
-        return -min(cost_pre[j], per_iter[j] * (m + 1)), None
-
-    def to_loop_exit():
-        """Skip the iterations the tail clone runs: up to the loop's exit."""
-        nonlocal i, off
-        while i < n_runs and (seq[i][0] >= 0 or seq[i][0] == LONG):
-            i += 1
-            off = 0
-        advance(1)
-
-    seq = stats.seq
-    n_runs = len(seq)
-    i = off = 0                 # cursor: run index and offset into it
-
-    def advance(n):
-        nonlocal i, off
-        while n > 0 and i < n_runs:
-            step = min(n, seq[i][1] - off)
-            off += step
-            n -= step
-            if off == seq[i][1]:
-                i += 1
-                off = 0
-
-    unknown = {}                # outcome no pattern starts with -> (gain, aborted by)
-    state = None                # None: at the header; j: in trace j's loop part
-    while i < n_runs:
-        o, left = seq[i][0], seq[i][1] - off
-        if state is not None:
-            t, k = traces[state], ks[state]
-            if uniform[state] == o and left >= k:
-                passes = left // k
-                gain += passes * (t.replaced - t.cost_loop)
-                entries[state] += passes
-                advance(passes * k)
-                continue
-            m, od = matched(pats[state])
-            entries[state] += 1
-            if m == k:
-                gain += t.replaced - t.cost_loop
-                advance(k)
-                continue
-            aborts[state] += 1
-            info = fail_at(state, 2, m, od)
-            if info is not None and info[1]:
-                gain += exit_gain(state, info, m, od)
-                state = None
-                advance(m + 1)
-                continue
-            if info is not None and info[3] and chain.tail:
-                gain -= info[0]
-                state = None
-                to_loop_exit()
-                continue
-            if info is None and exiting[state] and od is not None and od >= 0:
-                gain += m * saved_loop[state] - EXIT_COST
-                state = None
-                advance(m + 1)
-                continue
-            gain -= info[0] if info is not None else min(cost_pre[state],
-                                                         per_iter[state] * (m + 1))
-            state = None
-            advance(1)          # the original runs this iteration
-            continue
-        if o not in known:
-            # No trace starts with this outcome: each such iteration aborts
-            # the traces up to one that leaves through a side exit (or to
-            # the tail, which runs the rest of the loop).
-            got = unknown.get(o)
-            if got is None:
-                g, by, how = 0.0, [], None
-                for j in range(nt):
-                    d, how = first_pass_fails(j, 0, o)
-                    g += d
-                    by.append(j)
-                    if how is not None:
-                        break
-                got = unknown[o] = (g, by, how)
-            n = 1 if got[2] is TAIL else left
-            gain += n * got[0]
-            for j in got[1]:
-                entries[j] += n
-                aborts[j] += n
-            if got[2] is TAIL:
-                to_loop_exit()
-            else:
-                advance(left)
-            continue
-        for j in range(nt):
-            entries[j] += 1
-            m, od = matched(pats[j])
-            if m == ks[j]:
-                gain += traces[j].replaced - cost_pre[j]
-                advance(m)
-                state = None if traces[j].cut else j
-                break
-            d, how = first_pass_fails(j, m, od)
-            gain += d
-            aborts[j] += 1
-            if how is EXITED:
-                advance(m + 1)
-                break
-            if how is TAIL:
-                to_loop_exit()
-                break
-        else:
-            advance(1)
-    return gain, entries, aborts
 
 
 def frequent_patterns(stats, k, most=2, cap=100_000):

@@ -578,15 +578,16 @@ def test_trip_count_tail_aborts_before_any_work():
     # short.  The four loop tests become one guard at the top of the pass
     # (`t < k - 4`), so leaving there costs only that test: the simulation
     # charges exactly that, not a pass's worth of work.
-    from bril.trace_select import Chain, build_candidate, simulate
+    from bril.trace_cost import FailPoint, simulate
+    from bril.trace_select import Chain, build_candidate
     rec = _recorded(DOT, ["2000", "15"])
     st = rec.loops[("main", "dot_body")]       # -O rotates the loop
     c = build_candidate(rec.funcs, rec.infos, st, (0, 0, 0, 0), {}, 0)
     loop_tests = sorted(c.branch_origin.values())
     assert len(loop_tests) == 4
-    # (instructions run, side exit?, stub, to the loop's tail copy?)
-    assert all(c.fails[2][o] == (2, False, 0, True) for o in loop_tests)
-    pre_cost = c.fails[0][loop_tests[0]][0]
+    assert all(c.fails[2][o] == FailPoint(run=2, exits=False, stub=0, to_tail=True)
+               for o in loop_tests)
+    pre_cost = c.fails[0][loop_tests[0]].run
     assert pre_cost < c.cost_pre / 2          # the wrap-around check and the test
     gain, entries, aborts = simulate(Chain("main", "dot_body", [c]), st)
     # -O's loop visits its header 15 times a run, the last to leave.  The
