@@ -136,6 +136,15 @@ def best_run(command, program_json, args, repeat, env=None):
     return min(runs, key=lambda r: r.seconds)
 
 
+def best_cold_run(command, program_json, args, repeat, cache_dir, env):
+    """Best of `repeat` first runs: the program's entries cleared before each."""
+    runs = []
+    for _ in range(repeat):
+        clear_program_entries(cache_dir)
+        runs.append(harness.run_interp(command, program_json, args, env=env))
+    return next((r for r in runs if r.error), None) or min(runs, key=lambda r: r.seconds)
+
+
 def clear_program_entries(cache_dir):
     """Empty a code cache of everything but the run-time library builds: what a
     program leaves there (generated code, native units, profiles) is gone, so the
@@ -190,10 +199,11 @@ def main(argv=None):
     name_w = max(len(harness.display_name(p)) for p, _ in all_programs) + 2
     args_w = min(max(len(" ".join(a)) for _, a in all_programs), 24) + 2
     header = (f"{'program':<{name_w}}{'args':<{args_w}}{'dyn instr':>11}"
-              f"  {'brili s':>8}  {'cold jit':>8}  {'x':>5}  {'warm jit':>8}  {'x':>6}"
+              f"  {'brili s':>8}  {'cold':>8}  {'cold jit':>8}  {'x':>5}  {'warm jit':>8}  {'x':>6}"
               f"  {'compile s':>9}  {'native s':>9}  {'x':>7}")
-    print(f"wall seconds, best of {opts.repeat}; x = brili / that column.  cold jit: the "
-          f"program's code not in the cache; warm jit: a later run (cache filled)")
+    print(f"wall seconds, best of {opts.repeat}.  brili s: a later run (its generated code "
+          f"cached); cold: a first run of brili; cold jit: a first run of the JIT, x = cold / "
+          f"cold jit; warm jit: a later run (cache filled), x = brili s / warm jit")
     print(f"interpreter: {opts.interp}   jit: {opts.jit or '-'}   compiler: {opts.brilc}")
     problems = 0
     cache_dir = tempfile.mkdtemp(prefix="bench-native-cache-")
@@ -219,22 +229,21 @@ def main(argv=None):
                     print(line + f"{'':>11}  brilc failed: {error}")
                     problems += 1
                     continue
+                # Cold against cold: a first run of plain brili also generates its
+                # Python code (a later one finds it in the cache).
+                interp_cold = best_cold_run(opts.interp, program_json, args, opts.repeat,
+                                            cache_dir, cold_env)
                 interp = best_run(opts.interp, program_json, args, opts.repeat, warm_env)
                 native = best_run(str(exe), b"", args, opts.repeat)
                 cold = warm = None
                 if opts.jit:
-                    colds = []
-                    for _ in range(opts.repeat):
-                        clear_program_entries(cache_dir)
-                        colds.append(harness.run_interp(opts.jit, program_json, args,
-                                                        env=cold_env))
-                    cold = next((r for r in colds if r.error), None) or min(
-                        colds, key=lambda r: r.seconds)
+                    cold = best_cold_run(opts.jit, program_json, args, opts.repeat,
+                                         cache_dir, cold_env)
                     harness.run_interp(opts.jit, program_json, args, env=fill_env)
                     harness.run_interp(opts.jit, program_json, args, env=fill_env)
                     warm = best_run(opts.jit, program_json, args, opts.repeat, warm_env)
-                failed = interp.error or native.error or (cold.error if cold else None) or (
-                    warm.error if warm else None)
+                failed = (interp.error or interp_cold.error or native.error
+                          or (cold.error if cold else None) or (warm.error if warm else None))
                 if failed:
                     print(line + f"{'':>11}  failed: {failed}")
                     problems += 1
@@ -243,12 +252,13 @@ def main(argv=None):
                 ratios["aot"].append(aot)
                 jit_text = f"{'-':>8}  {'-':>5}  {'-':>8}  {'-':>6}"
                 if cold is not None:
-                    ratios["cold"].append(interp.seconds / cold.seconds)
-                    ratios["cold/brili"].append(cold.seconds / interp.seconds)
+                    ratios["cold"].append(interp_cold.seconds / cold.seconds)
+                    ratios["cold/brili"].append(cold.seconds / interp_cold.seconds)
                     ratios["warm"].append(interp.seconds / warm.seconds)
-                    jit_text = (f"{cold.seconds:>8.3f}  {interp.seconds / cold.seconds:>4.2f}x"
+                    jit_text = (f"{cold.seconds:>8.3f}  {interp_cold.seconds / cold.seconds:>4.2f}x"
                                 f"  {warm.seconds:>8.3f}  {interp.seconds / warm.seconds:>5.1f}x")
-                line += (f"{interp.dyn or 0:>11}  {interp.seconds:>8.3f}  {jit_text}"
+                line += (f"{interp.dyn or 0:>11}  {interp.seconds:>8.3f}  {interp_cold.seconds:>8.3f}"
+                         f"  {jit_text}"
                          f"  {compile_s:>9.3f}  {native.seconds:>9.4f}  {aot:>6.1f}x")
                 if any(r is not None and (r.dyn != interp.dyn or r.stdout != interp.stdout)
                        for r in (native, cold, warm)):
@@ -264,7 +274,7 @@ def main(argv=None):
                           f"{min(values):.2f}x, max {max(values):.2f}x over {len(values)} "
                           f"programs")
             if ratios["cold/brili"]:
-                print(f"cold jit / brili: worst {max(ratios['cold/brili']):.3f}")
+                print(f"cold jit / cold brili: worst {max(ratios['cold/brili']):.3f}")
     shutil.rmtree(cache_dir, ignore_errors=True)
     if opts.jit:
         fixed_cost(opts)
