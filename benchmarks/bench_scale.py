@@ -36,7 +36,9 @@ Examples:
 
 The machine may be busy: compare figures from the same run, or best of several.
 `brili --jit`'s background precompilation for the next run is off while timing
-(BRIL_JIT_PRECOMPILE=0 unless set).
+(BRIL_JIT_PRECOMPILE=0 unless set), and the tools use a fresh code cache
+(BRIL_CACHE_DIR): a tool's first run of a program generates its code, later
+repeats find it (best of --repeat: a user's repeated runs).
 """
 
 import argparse
@@ -212,6 +214,18 @@ def main(argv=None):
     # (bril.jit_precompile); while timing, it would steal the CPU from the
     # measurements that follow, so it is off unless asked for.
     os.environ.setdefault("BRIL_JIT_PRECOMPILE", "0")
+    # A code cache of this run's own: what earlier runs of these programs left
+    # (generated code, native units, profiles) must not decide its figures.
+    cache_dir = tempfile.mkdtemp(prefix="bench-scale-cache-")
+    os.environ["BRIL_CACHE_DIR"] = cache_dir
+    try:
+        return _main(argv)
+    finally:
+        import shutil
+        shutil.rmtree(cache_dir, ignore_errors=True)
+
+
+def _main(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
                                 epilog=__doc__[__doc__.index("\n\n") + 2:])

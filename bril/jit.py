@@ -41,6 +41,7 @@ handle at all (`any`, a variable of two types, ...) simply run interpreted.
 
 import itertools
 import os
+import sys
 import time
 
 from .errors import BrilError
@@ -912,13 +913,34 @@ class Jit:
             env["_from_pair"] = self.heap.from_pair
         for typ_repr, pyname in heap_names.items():
             env[pyname] = json_type(eval(typ_repr))
-        exec(compile(src, f"<jit region {region.index} {region.header}>", "exec"), env)
+        exec(self._compiled_source(src, f"<jit region {region.index} {region.header}>"), env)
         region.enter_fn, region.leave_fn = env["_in"], env["_out"]
         # slots, then the block to start at
         import ctypes
         S = (ctypes.c_int64 * (slots.size + 1))()
         D = (ctypes.c_double * (slots.size + 1)).from_buffer(S)
         region.buffers = (S, D)
+
+    def _compiled_source(self, src, filename):
+        """compile(src), its code object kept in the code cache by the source's
+        hash (a large region's marshalling functions take tens of ms to compile,
+        more than loading its native unit)."""
+        if self.cache is None:
+            return compile(src, filename, "exec")
+        import marshal
+        from .codecache import sha256
+        h = sha256(src.encode("utf-8", "surrogatepass"))
+        h.update(repr((filename, sys.version, marshal.version)).encode())
+        key = h.hexdigest()
+        data = self.cache.get("marshal", key)
+        if data is not None:
+            try:
+                return marshal.loads(data)
+            except Exception:
+                pass                # (checksummed, so only a foreign Python's format)
+        code = compile(src, filename, "exec")
+        self.cache.put("marshal", key, marshal.dumps(code))
+        return code
 
     # --- the report ----------------------------------------------------------------------
 

@@ -46,19 +46,22 @@ def _runtime_source():
 def _built(kind, flags, suffix):
     """A build of brilrt.c with these compiler flags: its path, from the code cache
     (made there on first use), or in a private temporary folder when there is no
-    usable cache.  The key: the source, the compiler and the flags."""
-    cc = c_compiler()
-    if cc is None:
-        raise BrilError("no C compiler found (install cc or set CC)")
+    usable cache.  The key: the source, the messages, $CC and the flags (not which
+    compiler `cc` finds: any builds the same library, and looking one up on the
+    PATH costs every run that finds the build in the cache)."""
     from .codecache import CodeCache, sha256
     from .messages import c_header
     header = c_header()
-    key = sha256(_runtime_source() + b"\0" + header.encode() + b"\0" + cc.encode() + b"\0"
+    key = sha256(_runtime_source() + b"\0" + header.encode() + b"\0"
+                 + os.environ.get("CC", "").encode() + b"\0"
                  + " ".join(flags).encode()).hexdigest()
     cache = CodeCache()
     path = cache.entry_path(kind, key)
     if path is not None:
         return path
+    cc = c_compiler()
+    if cc is None:
+        raise BrilError("no C compiler found (install cc or set CC)")
     import tempfile
     folder = tempfile.mkdtemp(prefix="bril-runtime-")
     out = os.path.join(folder, "brilrt" + suffix)
