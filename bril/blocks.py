@@ -61,22 +61,26 @@ def _label_target(instr, i, label_index):
 def build_blocks(func):
     instrs = func.get("instrs") or []
     blocks = []
-    cur = None
+    body = None                 # the current block's instruction list
+    ended = True                # no current block, or it ends with a terminator
     for idx, ins in enumerate(instrs):
-        if not isinstance(ins, dict):
+        if type(ins) is not dict:
             continue
-        has_op = "op" in ins
+        op = ins.get("op")
         if "label" in ins:
             cur = Block(len(blocks), ins["label"], idx)
             blocks.append(cur)
-            if not has_op:
+            body, ended = cur.instrs, False
+            if op is None and "op" not in ins:
                 continue
-        if not has_op:
+        elif op is None and "op" not in ins:
             continue
-        if cur is None or (cur.instrs and cur.instrs[-1]["op"] in BLOCK_ENDERS):
+        if ended:
             cur = Block(len(blocks), None, idx)
             blocks.append(cur)
-        cur.instrs.append(ins)
+            body = cur.instrs
+        body.append(ins)
+        ended = op in BLOCK_ENDERS
     if not blocks:
         blocks.append(Block(0, None, 0))
     label_index = {}

@@ -67,27 +67,39 @@ def check_program(prog):
         for i, instr in enumerate(func["instrs"]):
             if type(instr) is not dict:
                 _raise_instruction(instr, name, i)
-            op = instr.get("op")
+            get = instr.get
+            op = get("op")
             if op is None:
-                if "op" in instr or type(instr.get("label")) is not str:
+                if "op" in instr or type(get("label")) is not str:
                     _raise_instruction(instr, name, i)
                 continue
             if type(op) is not str or op not in OPS:
                 _raise_instruction(instr, name, i)
-            for key in ("args", "funcs", "labels"):
-                v = instr.get(key)
-                if v is not None:
-                    if type(v) is not list:
-                        _raise_instruction(instr, name, i)
-                    for x in v:
-                        if type(x) is not str:
-                            _raise_instruction(instr, name, i)
-            d = instr.get("dest")
-            if (d is not None and type(d) is not str) or ("type" in instr and type(
-                    instr["type"]) is not str) or (op == "const" and (
-                    d is None or type(instr.get("value")) not in _CONST_TYPES)):
+            # Lists of names: `join` tests every element is a str, in C.
+            v = get("args")
+            if v is not None and (type(v) is not list or not _all_str(v)):
+                _raise_instruction(instr, name, i)
+            v = get("funcs")
+            if v is not None and (type(v) is not list or not _all_str(v)):
+                _raise_instruction(instr, name, i)
+            v = get("labels")
+            if v is not None and (type(v) is not list or not _all_str(v)):
+                _raise_instruction(instr, name, i)
+            d = get("dest")
+            if d is not None and type(d) is not str:
+                _raise_instruction(instr, name, i)
+            if ("type" in instr and type(instr["type"]) is not str) or (op == "const" and (
+                    d is None or type(get("value")) not in _CONST_TYPES)):
                 _raise_instruction(instr, name, i)
     return prog
+
+
+def _all_str(names):
+    try:
+        "".join(names)
+        return True
+    except TypeError:
+        return False
 
 
 def _raise_header(prog, func):
