@@ -10,7 +10,7 @@ block).
 Also here: reachability, orders, back edges and natural loops.
 """
 
-from dataclasses import dataclass, field
+from .record import Record
 
 # Instructions that end a basic block.  `guard` ends one too: it either
 # falls through or leaves (aborting speculation) to its label.
@@ -72,12 +72,13 @@ def instr_labels(instr):
     return instr.get("labels", ()) if "op" in instr else ()
 
 
-@dataclass
-class Block:
-    name: str
-    instrs: list                    # body and terminator; no label
-    label: dict | None = None       # the original label instruction (kept with its fields)
-    fall: str | None = None         # block reached by falling off the end (no jmp/br/ret)
+class Block(Record):
+    # name: str
+    # instrs: list  # body and terminator; no label
+    # label: dict | None = None  # the original label instruction (kept with its fields)
+    # fall: str | None = None  # block reached by falling off the end (no jmp/br/ret)
+    fields = ('name', 'instrs', 'label', 'fall')
+    defaults = {'label': None, 'fall': None}
 
     @property
     def terminator(self):
@@ -392,12 +393,13 @@ def is_reducible(cfg, dom=None):
     return True
 
 
-@dataclass
-class Loop:
-    header: str
-    body: object                    # block names, header included (a set or a LoopBody)
-    latches: list = field(default_factory=list)   # tails of the back edges
-    parent: object = None           # header of the innermost loop around this one
+class Loop(Record):
+    # header: str
+    # body: object  # block names, header included (a set or a LoopBody)
+    # latches: list = []  # tails of the back edges
+    # parent: object = None  # header of the innermost loop around this one
+    fields = ('header', 'body', 'latches', 'parent')
+    defaults = {'latches': list, 'parent': None}
 
     def exits(self, cfg):
         """Edges (inside, outside) that leave the loop."""

@@ -5,8 +5,6 @@ program it can print; the import extension, which it does not print, comes
 out as `from "lib.json" import @f, @g as @h;` lines before the functions.
 """
 
-import json
-
 # Characters a char literal writes as an escape (the parser's CHAR_ESCAPES, reversed).
 _CHAR_ESCAPED = {"\0": "\\0", "\a": "\\a", "\b": "\\b", "\t": "\\t",
                  "\n": "\\n", "\v": "\\v", "\f": "\\f", "\r": "\\r"}
@@ -60,6 +58,7 @@ def format_instr(instr):
 def format_import(imp):
     names = ", ".join("@" + f["name"] + (" as @" + f["alias"] if "alias" in f else "")
                       for f in imp["functions"])
+    import json
     return f"from {json.dumps(imp['path'], ensure_ascii=False)} import {names};"
 
 
@@ -105,8 +104,14 @@ def program_json(prog, sort_keys=True):
     types, floats, extra fields) go through `json.dumps`, indented to their
     depth.  The pieces are joined once at the end; no recursion on the
     program's size."""
-    from json import dumps
-    from json.encoder import encode_basestring_ascii as enc
+    try:
+        from _json import encode_basestring_ascii as enc    # (no `json`: it imports `re`)
+    except ImportError:
+        from json.encoder import encode_basestring_ascii as enc
+
+    def dumps(v, **kw):
+        from json import dumps
+        return dumps(v, **kw)
 
     def generic(v, ind):
         return dumps(v, indent=2, sort_keys=sort_keys).replace("\n", "\n" + ind)

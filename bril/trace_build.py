@@ -14,7 +14,7 @@ inlined callee, the call), so later stages know where the original code can
 resume.
 """
 
-from dataclasses import dataclass
+from .record import Record
 
 from . import ops
 from .cfg import CFG
@@ -35,27 +35,29 @@ EFFECT_OPS = ops.EFFECT_OPS
 FORBIDDEN_OPS = ops.STATEFUL_OPS - {"undef"}
 
 
-@dataclass
-class Item:
+class Item(Record):
     """One instruction of the straight-line trace, with where it came from."""
-    instr: dict
-    site: int            # index in the traced function's instrs of the frame-0 instruction
-    frame: int           # 0: the traced function; >0: an inlined callee (nesting depth)
-    barrier: bool = False   # a call left as a call: separates speculative regions
-    origin: int = -1     # a guard: its index in the replayed line (side exits look it up)
-    covers: tuple = ()   # a guard: origins of the original guards it implies
+    # instr: dict
+    # site: int  # index in the traced function's instrs of the frame-0 instruction
+    # frame: int  # 0: the traced function; >0: an inlined callee (nesting depth)
+    # barrier: bool = False  # a call left as a call: separates speculative regions
+    # origin: int = -1  # a guard: its index in the replayed line (side exits look it up)
+    # covers: tuple = ()  # a guard: origins of the original guards it implies
+    fields = ('instr', 'site', 'frame', 'barrier', 'origin', 'covers')
+    defaults = {'barrier': False, 'origin': -1, 'covers': ()}
 
 
-@dataclass
-class Line:
-    items: list
-    cut_site: int | None     # trace ends early: resume the original at this frame-0 index
-    orig_instrs: int         # dynamic instructions of the original that the line replaces
-    orig_before: dict        # frame-0 site -> original instructions replayed before it (first visit)
-    blocks: int
-    inlined: int
-    branch_origin: dict      # index in the events of a branch's target -> its guard's origin
-    orig_at: dict            # guard origin -> original instructions replayed up to its branch
+class Line(Record):
+    # items: list
+    # cut_site: int | None  # trace ends early: resume the original at this frame-0 index
+    # orig_instrs: int  # dynamic instructions of the original that the line replaces
+    # orig_before: dict  # frame-0 site -> original instructions replayed before it (first visit)
+    # blocks: int
+    # inlined: int
+    # branch_origin: dict  # index in the events of a branch's target -> its guard's origin
+    # orig_at: dict  # guard origin -> original instructions replayed up to its branch
+    fields = ('items', 'cut_site', 'orig_instrs', 'orig_before', 'blocks', 'inlined',
+              'branch_origin', 'orig_at')
 
 
 class FunctionInfo:

@@ -8,7 +8,7 @@ Where a guard catches a deviation is what the emitter noted for each candidate
 (`FailPoint`, by the origin of the branch in the original code).
 """
 
-from typing import NamedTuple
+from collections import namedtuple
 
 from .trace_record import LONG
 
@@ -16,12 +16,11 @@ EXIT_COST = 3               # estimated instructions a side exit costs (copies, 
 EXITED, TAIL = "exited", "tail"     # how a failed first pass goes on (else: a rollback)
 
 
-class FailPoint(NamedTuple):
-    """Where a trace's guard catches a deviation from its path."""
-    run: int            # instructions of the pass run up to the guard
-    exits: bool         # it leaves through a side exit (the work done stays done)
-    stub: int           # instructions of that exit's stub
-    to_tail: bool       # it goes to the loop's tail copy (a merged loop test)
+# Where a trace's guard catches a deviation from its path: the instructions of
+# the pass run up to the guard; whether it leaves through a side exit (the work
+# done stays done) and the instructions of that exit's stub; whether it goes to
+# the loop's tail copy (a merged loop test).
+FailPoint = namedtuple("FailPoint", ("run", "exits", "stub", "to_tail"))
 
 
 def simulate(chain, stats):

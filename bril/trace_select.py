@@ -22,7 +22,7 @@ chain, counting successful passes, aborted ones and the instructions won or
 wasted (the cost model).
 """
 
-from dataclasses import dataclass, field
+from .record import Record
 
 from . import trace_plugin
 from .dataflow import liveness, live_after_each
@@ -44,33 +44,38 @@ BEAM = 3                    # chains of each length kept while growing them
 MAX_REPEAT = 4
 
 
-@dataclass
-class Candidate:
-    func: str
-    header: str
-    pattern: tuple              # the recorded paths of the iterations it covers, in order
-    body: list                  # Bril instructions; the first region fails to FAIL_LABEL
-    labels: dict                # original instr index -> label to insert before it
-    cost_pre: int               # instructions executed by the first (peeled) pass
-    cost_loop: int              # instructions executed by each later pass
-    replaced: int               # original instructions one successful pass stands for
-    guards: int
-    blocks: int
-    inlined: int
-    cut: bool
-    path: list = field(default_factory=list)    # the (function, block) events it follows
-    exits: int = 0              # guards that leave through a side exit
-    exit_misses: int = 0        # guards from original branches that have none
-    body_x: list = field(default_factory=list)  # `body` with side exits in the first pass too
-    cost_pre_x: int = 0
-    first_exits: bool = False   # every branch of body_x's first pass has a side exit
+class Candidate(Record):
+    # func: str
+    # header: str
+    # pattern: tuple  # the recorded paths of the iterations it covers, in order
+    # body: list  # Bril instructions; the first region fails to FAIL_LABEL
+    # labels: dict  # original instr index -> label to insert before it
+    # cost_pre: int  # instructions executed by the first (peeled) pass
+    # cost_loop: int  # instructions executed by each later pass
+    # replaced: int  # original instructions one successful pass stands for
+    # guards: int
+    # blocks: int
+    # inlined: int
+    # cut: bool
+    # path: list = []  # the (function, block) events it follows
+    # exits: int = 0  # guards that leave through a side exit
+    # exit_misses: int = 0  # guards from original branches that have none
+    # body_x: list = []  # `body` with side exits in the first pass too
+    # cost_pre_x: int = 0
+    # first_exits: bool = False  # every branch of body_x's first pass has a side exit
     # Where a deviation from the path is caught, for the first pass (`body`,
     # `body_x`) and the loop part: {origin: trace_cost.FailPoint},
     # origins as `branch_origin` maps them: {index in `path` of a branch
     # target: origin}.
-    fails: tuple = ({}, {}, {})
-    branch_origin: dict = field(default_factory=dict)
-    orig_at: dict = field(default_factory=dict)     # origin -> original instructions up to it
+    # fails: tuple = ({}, {}, {})
+    # branch_origin: dict = {}
+    # orig_at: dict = {}  # origin -> original instructions up to it
+    fields = ('func', 'header', 'pattern', 'body', 'labels', 'cost_pre', 'cost_loop',
+              'replaced', 'guards', 'blocks', 'inlined', 'cut', 'path', 'exits', 'exit_misses',
+              'body_x', 'cost_pre_x', 'first_exits', 'fails', 'branch_origin', 'orig_at')
+    defaults = {'path': list, 'exits': 0, 'exit_misses': 0, 'body_x': list, 'cost_pre_x': 0,
+                'first_exits': False, 'fails': ({}, {}, {}), 'branch_origin': dict,
+                'orig_at': dict}
 
     @property
     def exits_everywhere(self):
@@ -83,17 +88,20 @@ class Candidate:
         return len(self.pattern)
 
 
-@dataclass
-class Chain:
-    func: str
-    header: str
-    traces: list                # Candidates, tried in order
-    first_exits: bool = True    # the last trace's first pass exits (its `body_x`)
-    tail: bool = False          # merged loop tests fail to a copy of the loop (`loop_clone`)
-    body: frozenset = frozenset()   # the loop's blocks
-    gain: float = 0.0           # estimated instructions saved on the training run
-    entries: list = field(default_factory=list)
-    aborts: list = field(default_factory=list)
+class Chain(Record):
+    # func: str
+    # header: str
+    # traces: list  # Candidates, tried in order
+    # first_exits: bool = True  # the last trace's first pass exits (its `body_x`)
+    # tail: bool = False  # merged loop tests fail to a copy of the loop (`loop_clone`)
+    # body: frozenset = frozenset()  # the loop's blocks
+    # gain: float = 0.0  # estimated instructions saved on the training run
+    # entries: list = []
+    # aborts: list = []
+    fields = ('func', 'header', 'traces', 'first_exits', 'tail', 'body', 'gain', 'entries',
+              'aborts')
+    defaults = {'first_exits': True, 'tail': False, 'body': frozenset(), 'gain': 0.0, 'entries':
+                list, 'aborts': list}
 
 
 # Placeholders the chain fills in: where a candidate's first pass fails to (the

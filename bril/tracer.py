@@ -34,7 +34,7 @@ import copy
 import io
 import os
 import time
-from dataclasses import dataclass, field
+from .record import Record
 
 from .cfg import CFG
 from .errors import BrilError
@@ -108,18 +108,20 @@ def splice(prog, chains):
     return prog
 
 
-@dataclass
-class TraceResult:
-    program: dict
-    chains: list
-    original_count: int
-    traced_count: int
-    output: str                     # what the training run printed
-    traced_output: str              # what the traced program printed on the training input
-    dropped: list = field(default_factory=list)
-    max_header_visits: int = 0      # the busiest loop header's visits in the training run
-    optimized: bool = False         # traces were spliced into the `-O` program
-    base_count: int = 0             # the program traces were spliced into, on the training input
+class TraceResult(Record):
+    # program: dict
+    # chains: list
+    # original_count: int
+    # traced_count: int
+    # output: str  # what the training run printed
+    # traced_output: str  # what the traced program printed on the training input
+    # dropped: list = []
+    # max_header_visits: int = 0  # the busiest loop header's visits in the training run
+    # optimized: bool = False  # traces were spliced into the `-O` program
+    # base_count: int = 0  # the program traces were spliced into, on the training input
+    fields = ('program', 'chains', 'original_count', 'traced_count', 'output', 'traced_output',
+              'dropped', 'max_header_visits', 'optimized', 'base_count')
+    defaults = {'dropped': list, 'max_header_visits': 0, 'optimized': False, 'base_count': 0}
 
 
 def _optimized(prog):

@@ -340,12 +340,18 @@ def _json_text(prog):
 
 def _write_atomically(path, text):
     """Write a whole file or nothing: a temporary file renamed into place."""
-    import tempfile
     from bril.errors import BrilError
     directory = os.path.dirname(os.path.abspath(path))
     tmp = None
     try:
-        fd, tmp = tempfile.mkstemp(prefix=".brili-", dir=directory)
+        # (not `tempfile`: importing it costs more than the write of a small program)
+        while True:
+            tmp = os.path.join(directory, f".brili-{os.getpid()}-{os.urandom(6).hex()}")
+            try:
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+                break
+            except FileExistsError:
+                continue
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
         os.replace(tmp, path)
