@@ -45,7 +45,8 @@ import time
 
 from .errors import BrilError
 from .values import UNDEF
-from .resume import Slots, decode_result, encode_arguments, json_type, marshal_source
+from .resume import (Slots, decode_result, encode_arguments, get_tagged, json_type,
+                     marshal_source, put_tagged)
 
 DEFAULT_HOT = 1000
 # A region whose entries average fewer native instructions than this (measured
@@ -763,7 +764,7 @@ class Jit:
 
     def _call_buffers(self, native):
         import ctypes
-        S = (ctypes.c_int64 * max(2, 2 * len(native.types)))()
+        S = (ctypes.c_int64 * max(3, 3 * len(native.types)))()
         native.buffers = (S, (ctypes.c_double * len(S)).from_buffer(S))
 
     def _shared_functions(self):
@@ -906,7 +907,8 @@ class Jit:
         slots = region.slots
         heap_names = {}
         src = marshal_source(slots, heap_names)
-        env = {"_M": object(), "_U": UNDEF}
+        env = {"_M": object(), "_U": UNDEF, "_put": put_tagged, "_get": get_tagged,
+               "_to_pair": None, "_from_pair": None}
         if self.heap is not None:
             env["_to_pair"] = self.heap.to_pair
             env["_from_pair"] = self.heap.from_pair

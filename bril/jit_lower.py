@@ -28,7 +28,7 @@ the interpreter's count after each native call.
 from llvmlite import ir
 
 from .llvm_lower import (LoweredFunction, FunctionLowering, ProgramLowering, Unsupported, I1,
-                         I64, PTR, const_int, kind)
+                         I64, PTR, TAGGED, const_int, kind)
 from .resume import Slots, decode_slot as _decode, encode_slot as _encode
 
 
@@ -88,6 +88,11 @@ class RegionLowering(FunctionLowering):
 
     def from_slots(self, name):
         key, i = self.layout.types[name], self.layout.index(name)
+        if key == "any":                # {tag (the flag slot), value, offset}
+            v = ir.Constant(TAGGED, ir.Undefined)
+            for j in range(3):
+                v = self.b.insert_value(v, self.load_slot(i + j), j)
+            return v
         return _decode(self.b, key, self.load_slot(i + 1), lambda: self.load_slot(i + 2))
 
     def to_slots(self, name):
@@ -96,6 +101,11 @@ class RegionLowering(FunctionLowering):
         flag = bld.zext(bld.load(self.flags[name], typ=I1), I64)
         if name in self.undefs:         # 2: ssa2's undefined value
             flag = bld.add(flag, bld.zext(bld.load(self.undefs[name], typ=I1), I64))
+        if key == "any":                # the tag for the flag (0 if unset)
+            self.store_slot(i, bld.mul(flag, bld.extract_value(v, 0)))
+            self.store_slot(i + 1, bld.extract_value(v, 1))
+            self.store_slot(i + 2, bld.extract_value(v, 2))
+            return
         self.store_slot(i, flag)
         if kind(key) == "ptr":
             self.store_slot(i + 1, bld.extract_value(v, 0))
@@ -242,8 +252,8 @@ def lower_region(linked, index, region, entries, name, prefix="jit", compiled_fu
 def lower_call(linked, index, name, prefix="jit", compiled_functions=()):
     """A module with `int64 NAME(int64 *slots)`: calls function `index` (lowered whole
     here unless compiled before) with its parameters read from the slots
-    (encoded as for regions: value, pointer offset; two slots each) and stores
-    its result, if any, in slots 0 and 1.  Returns (module, parameter types,
+    (encoded as for regions: an `any` value's tag, value, pointer offset; three
+    slots each) and stores its result, if any, in slots 0-2.  Returns (module, parameter types,
     result type, indices of the functions defined, indices of the functions used
     from earlier modules)."""
     program = RegionProgram(linked, name, prefix, compiled_functions)
@@ -261,17 +271,27 @@ def lower_call(linked, index, name, prefix="jit", compiled_functions=()):
     types = [info.var_types[p] for p in info.params]
     args = []
     for i, key in enumerate(types):
-        raw = bld.load(slot(2 * i), typ=I64)
-        args.append(_decode(bld, key, raw, lambda i=i: bld.load(slot(2 * i + 1), typ=I64)))
+        if key == "any":
+            v = ir.Constant(TAGGED, ir.Undefined)
+            for j in range(3):
+                v = bld.insert_value(v, bld.load(slot(3 * i + j), typ=I64), j)
+            args.append(v)
+            continue
+        raw = bld.load(slot(3 * i + 1), typ=I64)
+        args.append(_decode(bld, key, raw, lambda i=i: bld.load(slot(3 * i + 2), typ=I64)))
     result = bld.call(info.llvm, args)
-    if info.ret_type is not None:
-        key = info.ret_type
-        if kind(key) == "ptr":
-            bld.store(bld.extract_value(result, 0), slot(0))
-            bld.store(bld.extract_value(result, 1), slot(1))
-        else:
-            bld.store(_encode(bld, key, result), slot(0))
+    key = info.ret_repr
+    if key is None:
+        pass
+    elif key == "any":
+        for j in range(3):
+            bld.store(bld.extract_value(result, j), slot(j))
+    elif kind(key) == "ptr":
+        bld.store(bld.extract_value(result, 0), slot(1))
+        bld.store(bld.extract_value(result, 1), slot(2))
+    else:
+        bld.store(_encode(bld, key, result), slot(1))
     bld.ret(const_int(0))
     defined = program.lower_called()
-    return (program.module, types, info.ret_type, defined,
+    return (program.module, types, key, defined,
             program.called & set(compiled_functions))

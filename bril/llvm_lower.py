@@ -55,6 +55,7 @@ from . import codegen
 from . import typecheck as tc
 from .linker import link
 from .values import js_type_text, type_cmp
+from .resume import decode_slot, encode_slot, value_tag, TAG_PTR_STEP
 
 I1 = ir.IntType(1)
 I8 = ir.IntType(8)
@@ -65,6 +66,9 @@ VOID = ir.VoidType()
 PTR = ir.PointerType()                       # opaque machine pointer
 POINTER = ir.LiteralStructType([I64, I64])   # a Bril pointer: {region id, offset}
 REGION = ir.LiteralStructType([PTR, I64])    # brilrt's region entry: {data, length}
+# A value of the dynamic extension's type `any`: {tag, value, pointer offset}
+# (`bril.resume.value_tag`); also the cell of a ptr<any> region.
+TAGGED = ir.LiteralStructType([I64, I64, I64])
 
 SCALARS = {"int": I64, "bool": I1, "float": F64, "char": I32}
 # The interpreter's limit on nested calls (bril.interp.MAX_CALL_DEPTH; brilrt.c too).
@@ -82,13 +86,13 @@ class Unsupported(BrilError):
 # --- types -----------------------------------------------------------------------------
 
 def type_key(typ):
-    """A hashable Bril type: 'int' | 'bool' | 'float' | 'char' | ('ptr', key); None if
-    the type is not one of those (`any`, unknown names, malformed)."""
+    """A hashable Bril type: 'int' | 'bool' | 'float' | 'char' | 'any' | ('ptr', key);
+    None if the type is not one of those (unknown names, malformed)."""
     depth = 0
     while isinstance(typ, dict) and set(typ) == {"ptr"}:
         typ = typ["ptr"]
         depth += 1
-    if not isinstance(typ, str) or typ not in SCALARS:
+    if not isinstance(typ, str) or (typ not in SCALARS and typ != "any"):
         return None
     key = typ
     for _ in range(depth):
@@ -111,11 +115,13 @@ def type_text(key):
 
 
 def kind(key):
-    """'int', 'bool', 'float', 'char' or 'ptr'."""
+    """'int', 'bool', 'float', 'char', 'any' or 'ptr'."""
     return key if isinstance(key, str) else "ptr"
 
 
 def llvm_type(key):
+    if key == "any":
+        return TAGGED
     return SCALARS[key] if isinstance(key, str) else POINTER
 
 
@@ -128,7 +134,18 @@ def cell_type(key):
 
 
 def cell_size(key):
-    return {"bool": 1, "char": 4}.get(key, 16 if kind(key) == "ptr" else 8)
+    return {"bool": 1, "char": 4, "any": 24}.get(key, 16 if kind(key) == "ptr" else 8)
+
+
+def tag_value(bld, v, key):
+    """IR: the `any` value holding v, a value of type key."""
+    if key == "any":
+        return v
+    t = ir.Constant(TAGGED, [const_int(value_tag(key)), const_int(0), const_int(0)])
+    if kind(key) == "ptr":
+        t = bld.insert_value(t, bld.extract_value(v, 0), 1)
+        return bld.insert_value(t, bld.extract_value(v, 1), 2)
+    return bld.insert_value(t, encode_slot(bld, key, v), 1)
 
 
 # --- the run-time library --------------------------------------------------------------
@@ -284,9 +301,10 @@ def _lower_const(cx, instr):
         cx.unset(instr.get("dest"))
         return None
     have = {bool: "bool", int: "int", float: "float", str: "char"}[type(value)]
-    if have != key:
+    if have != key and key != "any":            # (an `any` variable: tagged by lower_instr)
         raise Unsupported(f"`const` of a {have} value into a {type_text(key)} variable",
                           cx.func_name)
+    key = have
     if key == "float":
         return ir.Constant(F64, value)
     if key == "int":
@@ -315,7 +333,9 @@ def _lower_print(cx, instr):
     for i, (name, v) in enumerate(zip(names, values)):
         end = ir.Constant(I32, ord("\n") if i == len(values) - 1 else ord(" "))
         k = kind(cx.var_type(name))
-        if k == "bool":
+        if k == "any":
+            cx.print_any(v, end)
+        elif k == "bool":
             bld.call(rt.fn("brt_print_bool"), [bld.zext(v, I32), end])
         elif k == "ptr":
             bld.call(rt.fn("brt_print_ptr"), [end])
@@ -340,7 +360,7 @@ def _lower_free(cx, instr, p):
 
 
 def _lower_load(cx, instr, p):
-    elem = cx.var_type(instr["args"][0])[1]
+    elem = cx.arg_keys[0][1]
     cell, _ = cx.heap_cell(p, elem, check_init=instr["args"][0])
     v = cx.b.load(cell, typ=cell_type(elem))
     v.set_metadata("tbaa", cx.rt.tbaa("cell"))
@@ -348,7 +368,7 @@ def _lower_load(cx, instr, p):
 
 
 def _lower_store(cx, instr, p, v):
-    elem = cx.var_type(instr["args"][0])[1]
+    elem = cx.arg_keys[0][1]
     cell, flag = cx.heap_cell(p, elem)
     cx.b.store(cx.to_cell(v, elem), cell).set_metadata("tbaa", cx.rt.tbaa("cell"))
     cx.b.store(ir.Constant(I8, 1), flag).set_metadata("tbaa", cx.rt.tbaa("flag"))
@@ -585,6 +605,11 @@ class Lowering:
                 if v is None:
                     return
                 have = self.var_type(name)
+                if have == "any" and want != "T":
+                    # An `any` value where a kind is wanted: the interpreter's operand
+                    # check, at run time.
+                    have = want if want != "ptr" else self.pointer_type(name, op)
+                    v = self.untag(v, have, operand_message(op, i, want))
                 message = self._operand_error(instr, i, want, have, arg_types)
                 if message is not None:
                     self.fail(message)
@@ -592,14 +617,26 @@ class Lowering:
                 if op != "id":
                     self.not_undef(name, lambda: self._undef_message(instr, i, want,
                                                                      arg_types))
+                if op == "store" and i == 1:
+                    elem = arg_types[0][1]
+                    if elem == "any" or have == "any":
+                        # A ptr<any> cell holds the value tagged; an `any` value stored
+                        # into a typed region must be of its kind.
+                        v = self.convert(v, have, elem, M.text(
+                            M.STORE_KIND, type=js_type_text(_json_type(elem))))
+                        have = elem
                 values.append(v)
                 arg_types.append(have)
+        self.arg_keys = arg_types
         dest = instr.get("dest")
         keep = info.is_value and op != "call" and isinstance(dest, str)
+        tag = None
         if keep:
             made = produced_type(instr, arg_types)
             declared = self.var_type(dest)
-            if made != declared:
+            if declared == "any" and made is not None:
+                tag = made              # an `any` variable holds the value tagged
+            elif made != declared:
                 raise Unsupported(
                     f"ill-typed `{op}`: it gives {dest} (type "
                     f"{type_text(declared) if declared else '?'}) a value of type "
@@ -607,6 +644,8 @@ class Lowering:
                     self.func_name)
         result = LOWER[op](self, instr, *values)
         if keep and result is not None:
+            if tag is not None:
+                result = self.tag(result, tag)
             self.write(dest, result, self.undef_bit(instr["args"][0]) if op == "id" else None)
 
     def _lower_short_circuit(self, instr, op):
@@ -617,7 +656,10 @@ class Lowering:
         a = self.read(instr, 0)
         if a is None:
             return
-        message = self._operand_error(instr, 0, "bool", self.var_type(name0), [])
+        have = self.var_type(name0)
+        if have == "any":
+            a, have = self.untag(a, "bool", operand_message(op, 0, "bool")), "bool"
+        message = self._operand_error(instr, 0, "bool", have, [])
         if message is not None:
             self.fail(message)
             return
@@ -631,7 +673,10 @@ class Lowering:
         result = a
         b = self.read(instr, 1)
         if b is not None:
-            message = self._operand_error(instr, 1, "bool", self.var_type(name1), ["bool"])
+            have = self.var_type(name1)
+            if have == "any":
+                b, have = self.untag(b, "bool", operand_message(op, 1, "bool")), "bool"
+            message = self._operand_error(instr, 1, "bool", have, ["bool"])
             if message is not None:
                 self.fail(message)
             else:
@@ -647,7 +692,9 @@ class Lowering:
         dest = instr.get("dest")
         if isinstance(dest, str):
             declared = self.var_type(dest)
-            if declared != "bool":
+            if declared == "any":
+                value = self.tag(value, "bool")
+            elif declared != "bool":
                 raise Unsupported(
                     f"ill-typed `{op}`: it gives {dest} (type "
                     f"{type_text(declared) if declared else '?'}) a value of type bool",
@@ -661,6 +708,8 @@ class Lowering:
             if op != "store":
                 return None          # `id`: any type
             elem = earlier[0][1]
+            if elem == "any" or have == "any":
+                return None          # checked at run time (`convert`)
             if kind(have) != kind(elem):
                 return M.text(M.STORE_KIND, type=js_type_text(_json_type(elem)))
             if have != elem:
@@ -671,6 +720,66 @@ class Lowering:
             return None
         return operand_message(op, i, want)
 
+
+    # --- `any` values (the dynamic extension) ------------------------------------------------
+
+    def pointer_type(self, name, op):
+        """The pointer type an `any` variable used as op's pointer must have: its declared
+        one (the cells' layout depends on it)."""
+        raise NotImplementedError
+
+    def tag(self, v, key):
+        """The `any` value holding v, of type key."""
+        return tag_value(self.b, v, key)
+
+    def untag(self, v, key, message):
+        """The value of type key that the `any` value v holds; the run-time error
+        `message` if it holds a value of another kind (the interpreter's check)."""
+        bld = self.b
+        tag = bld.extract_value(v, 0)
+        if kind(key) == "ptr":
+            # (the interpreter compares kinds only: a pointer of another type is beyond
+            # native code, which lays cells out by the pointer's type)
+            is_ptr = bld.icmp_unsigned(">", tag, const_int(TAG_PTR_STEP))
+            self.check(is_ptr, lambda: self.raise_error(message))
+            self.check(bld.icmp_unsigned("==", tag, const_int(value_tag(key))),
+                       lambda: self.raise_error(M.text(M.ANY_POINTER, type=type_text(key))))
+        else:
+            self.check(bld.icmp_unsigned("==", tag, const_int(value_tag(key))),
+                       lambda: self.raise_error(message))
+        return decode_slot(bld, key, bld.extract_value(v, 1), lambda: bld.extract_value(v, 2))
+
+    def convert(self, v, have, want, message):
+        """v (of type have) as a value of type want, one of them `any` (message: the
+        error if an `any` value is not of want's kind)."""
+        if have == want:
+            return v
+        if want == "any":
+            return self.tag(v, have)
+        return self.untag(v, want, message)
+
+    def print_any(self, v, end):
+        """Print an `any` value as the type its tag says."""
+        bld, rt = self.b, self.rt
+        tag = bld.extract_value(v, 0)
+        raw = bld.extract_value(v, 1)
+        done = self.new_block("print.done")
+        pointer = self.new_block("print.ptr")
+        switch = bld.switch(tag, pointer)
+        for key in ("int", "bool", "float", "char"):
+            blk = self.new_block("print." + key)
+            switch.add_case(const_int(value_tag(key)), blk)
+            bld.position_at_end(blk)
+            x = decode_slot(bld, key, raw, None)
+            if key == "bool":
+                bld.call(rt.fn("brt_print_bool"), [bld.zext(x, I32), end])
+            else:
+                bld.call(rt.fn(_PRINTERS[key]), [x, end])
+            bld.branch(done)
+        bld.position_at_end(pointer)
+        bld.call(rt.fn("brt_print_ptr"), [end])
+        bld.branch(done)
+        bld.position_at_end(done)
 
     def _undef_message(self, instr, i, want, earlier):
         """The run-time message of operand i of instr holding ssa2's undefined value."""
@@ -704,7 +813,9 @@ class Lowering:
                 return
             v = self.read(instr, 1)
             if v is not None:
-                self.write(("shadow", args[0]), v, self.undef_bit(args[1]))
+                shadow = ("shadow", args[0])
+                v = self.convert(v, self.var_type(args[1]), self.var_type(shadow), None)
+                self.write(shadow, v, self.undef_bit(args[1]))
             return
         if args:
             self.fail(argcount_message(op, 0, len(args)))
@@ -754,20 +865,34 @@ class LoweredFunction:
         self.name = func.get("name", "")
         self.blocks = codegen.build_blocks(func)
         self.types = tc.infer(func, self.blocks)
-        self.var_types = self._variable_types()
+        self.declared = self._variable_types()
+        self.var_types = self._dynamic(self.declared)
         self.params = [p.get("name") for p in func.get("args") or []]
         self.ret_type = None
         if func.get("type") is not None:
             self.ret_type = self._type(func["type"], "return type")
+        # What the function returns: its declared type's values, or `any` values when
+        # it is declared so or returns a variable held as one (no check at `ret`: the
+        # interpreter's caller checks what it gets).
+        self.ret_repr = self.ret_type
+        if self.ret_type is not None and any(
+                instr.get("op") == "ret" and len(instr.get("args") or []) == 1
+                and self.var_types.get(instr["args"][0]) == "any"
+                for b in self.blocks for instr in b.instrs):
+            self.ret_repr = "any"
         self.maybe_unbound = {
             name for b in self.blocks for instr in b.instrs
             for name, unbound in zip(instr.get("args") or [],
                                      self.types.arg_unbound.get(id(instr), ()))
             if unbound}
         self.shadow_types, self.maybe_undef = self._ssa2()
+        for name in self.maybe_undef:
+            if self.type_of(name) == "any":
+                raise Unsupported(f"ssa2's undefined value in {name}, held as an `any` value",
+                                  self.name)
         self.has_spec = self.types.has_spec
         self.count = count
-        ret = llvm_type(self.ret_type) if self.ret_type is not None else VOID
+        ret = llvm_type(self.ret_repr) if self.ret_repr is not None else VOID
         params = [llvm_type(self.var_types[p]) for p in self.params]
         # `symbol`: an externally visible name (the JIT shares compiled functions
         # between the modules of one run); otherwise internal to the module.
@@ -816,7 +941,9 @@ class LoweredFunction:
                     continue
                 flows.setdefault(src, []).append(dst)
                 old = shadows.setdefault(what, key)
-                if old != key:
+                if "any" in (old, key):
+                    shadows[what] = "any"       # `set` tags a typed value
+                elif old != key:
                     raise Unsupported(f"shadow variable {what} with two types, "
                                       f"{type_text(old)} and {type_text(key)}", self.name)
         seen = set(undef)
@@ -826,6 +953,34 @@ class LoweredFunction:
                     seen.add(n)
                     undef.append(n)
         return shadows, seen
+
+    def _dynamic(self, declared):
+        """The variables' types in native code: the declared ones, except `any` for the
+        variables whose value may be of another type than declared -- those of type
+        `any`, and those assigned from one as is (`id`, a ptr<any>'s `load`, ssa2's
+        `set`/`get`), which the interpreter does not check."""
+        flows = {}
+        dynamic = [n for n, key in declared.items() if key == "any"]
+        for b in self.blocks:
+            for instr in b.instrs:
+                op, dest, args = instr.get("op"), instr.get("dest"), instr.get("args") or []
+                if op == "set" and len(args) == 2:
+                    flows.setdefault(args[1], []).append(("shadow", args[0]))
+                elif not isinstance(dest, str):
+                    continue
+                elif op == "id" and len(args) == 1:
+                    flows.setdefault(args[0], []).append(dest)
+                elif op == "get":
+                    flows.setdefault(("shadow", dest), []).append(dest)
+                elif op == "load" and len(args) == 1 and declared.get(args[0]) == ("ptr", "any"):
+                    dynamic.append(dest)
+        seen = set(dynamic)
+        while dynamic:
+            for n in flows.get(dynamic.pop(), ()):
+                if n not in seen:
+                    seen.add(n)
+                    dynamic.append(n)
+        return {n: "any" if n in seen else key for n, key in declared.items()}
 
     def _variable_types(self):
         types = {}
@@ -943,6 +1098,14 @@ class FunctionLowering(Lowering):
     def var_type(self, name):
         return self.info.type_of(name)
 
+    def pointer_type(self, name, op):
+        key = self.info.declared.get(name)
+        if kind(key) != "ptr" and op != "free":
+            raise Unsupported(f"`{op}` through a pointer in {name}, of type "
+                              f"{type_text(key)}", self.info.name)
+        # (`free` needs no layout; a ptr<int> stands for any pointer type there)
+        return key if kind(key) == "ptr" else ("ptr", "int")
+
     def read_var(self, name, instr, i):
         slot = self.slots.get(name)
         if slot is None:
@@ -1051,7 +1214,7 @@ class FunctionLowering(Lowering):
         if self.info.ret_type is None:
             self.b.ret_void()
         elif value is None:
-            self.b.ret(ir.Constant(llvm_type(self.info.ret_type), ir.Undefined))
+            self.b.ret(ir.Constant(llvm_type(self.info.ret_repr), ir.Undefined))
         else:
             self.b.ret(value)
 
@@ -1089,6 +1252,8 @@ class FunctionLowering(Lowering):
                 raise Unsupported(f"`ret {args[0]}` in a function without a return type",
                                   info.name)
             value = None                        # @main's value is dropped
+        elif info.ret_repr == "any":
+            value = self.tag(value, have)
         elif have != info.ret_type:
             raise Unsupported(f"`ret {args[0]}` (type {type_text(have)}) in a function "
                               f"declared {type_text(info.ret_type)}", info.name)
@@ -1115,15 +1280,23 @@ class FunctionLowering(Lowering):
             v = self.read(instr, i)
             if v is None:
                 return None
-            have, want = self.var_type(name), callee.var_types[param]
-            if kind(have) != kind(want):
-                self.fail(M.ARGUMENT_MISMATCH)
-                return None
-            self.not_undef(name, lambda: M.ARGUMENT_MISMATCH)
-            if have != want:
-                raise Unsupported(f"passing a value of type {type_text(have)} as a "
-                                  f"{type_text(want)} to @{callee.name}", self.info.name)
-            values.append(v)
+            have, want = self.var_type(name), callee.declared[param]
+            if want == "any":
+                if self.undef_bit(name) is not None:
+                    raise Unsupported(f"passing {name}, which may be undef, as an `any` value",
+                                      self.info.name)
+            else:
+                if have == "any":       # the interpreter checks the argument's kind
+                    v, have = self.untag(v, want, M.ARGUMENT_MISMATCH), want
+                if kind(have) != kind(want):
+                    self.fail(M.ARGUMENT_MISMATCH)
+                    return None
+                self.not_undef(name, lambda: M.ARGUMENT_MISMATCH)
+                if have != want:
+                    raise Unsupported(f"passing a value of type {type_text(have)} as a "
+                                      f"{type_text(want)} to @{callee.name}", self.info.name)
+            # (a parameter held as an `any` value: tagged)
+            values.append(self.convert(v, have, callee.var_types[param], None))
         self.flush_count()
         result = bld.call(callee.llvm, values)
         dest = instr.get("dest")
@@ -1136,17 +1309,23 @@ class FunctionLowering(Lowering):
         if "type" not in instr:
             self.fail(M.UNTYPED_DEST)
             return None
-        itype = self.var_type(dest)
+        itype = self.info.declared.get(dest)
         if ftype is None:
             self.fail(nonvoid_message(None))
             return None
-        if kind(itype) != kind(ftype):
+        have = callee.ret_repr
+        if have == "any" and itype != "any":    # the interpreter checks the result's kind
+            result, have = self.untag(result, itype, M.RESULT_MISMATCH), itype
+        if itype != "any" and kind(itype) != kind(have):
             self.fail(M.RESULT_MISMATCH)
             return None
         if not type_cmp(_json_type(itype), _json_type(ftype)):
             self.fail(M.DECLARATION_MISMATCH)
             return None
-        self.write(dest, result)
+        if self.var_type(dest) != "any" and have != itype:
+            raise Unsupported(f"a call of @{callee.name} (type {type_text(have)}) into "
+                              f"{dest} (type {type_text(itype)})", self.info.name)
+        self.write(dest, self.convert(result, have, self.var_type(dest), None))
         return None
 
     # --- speculation: a stack of snapshots in dynamic allocas -----------------------------
@@ -1246,12 +1425,13 @@ class ProgramLowering:
         bld.call(rt.fn("brt_check_arity"), [const_int(len(main.params)), argc])
         values = []
         for i, name in enumerate(main.params):
-            key = main.var_types[name]
+            key = main.declared[name]
             text = bld.load(bld.gep(argv, [const_int(i)], source_etype=PTR), typ=PTR)
-            if kind(key) == "ptr":
+            if kind(key) in ("ptr", "any"):
                 raise Unsupported(f"a {type_text(key)} parameter of @main", main.name)
             v = bld.call(rt.fn(f"brt_arg_{key}"), [text])
-            values.append(bld.trunc(v, I1) if key == "bool" else v)
+            v = bld.trunc(v, I1) if key == "bool" else v
+            values.append(tag_value(bld, v, key) if main.var_types[name] == "any" else v)
         bld.call(main.llvm, values)
         bld.ret_void()
         counts = ir.GlobalVariable(self.module, I8, "bril_counts")
