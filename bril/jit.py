@@ -327,9 +327,8 @@ class Jit:
                 compiled.eager_functions.add(index)
         for index, _ in profile.get("regions", {}):
             compiled.eager_functions.add(index)
-        if (self.shared_heap or profile.get("heap")) and any(
-                i.get("op") == "alloc" for f in compiled.linked.functions
-                for i in f.get("instrs") or []):
+        from .jitcache import program_allocates
+        if (self.shared_heap or profile.get("heap")) and program_allocates(compiled.linked):
             # The interpreter's heap moves into the runtime's region table from the
             # start (pointers cannot move later), so that both sides see the same
             # cells.

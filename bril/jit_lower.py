@@ -201,7 +201,7 @@ class RegionProgram(ProgramLowering):
         if info is None:
             info = self.infos[index] = LoweredFunction(
                 index, self.linked.functions[index], self.module, self.count,
-                symbol=f"{self.prefix}.f{index}")
+                symbol=f"{self.prefix}.f{index}", main=index == self.main_index)
             self.declared.append(index)
         return info
 

@@ -123,6 +123,11 @@ def store_unit(cache, key, shared_object, meta):
 
 # --- making units (the running JIT, and the precompiler after a run) -------------------------
 
+def program_allocates(linked):
+    """Whether the program has an `alloc` (else it never has a pointer)."""
+    return any(i.get("op") == "alloc" for f in linked.functions for i in f.get("instrs") or [])
+
+
 class NeedsHeap(Exception):
     """The unit touches memory, and the interpreter's heap is not the shared one."""
 
@@ -133,7 +138,8 @@ def lower_region_unit(linked, fc, blocks, entries, name, prefix="u", shared=(), 
     from .jit_lower import lower_region
     module, slots, defined, used = lower_region(linked, fc.index, blocks, sorted(entries),
                                                 name, prefix=prefix, compiled_functions=shared)
-    needs_heap = any(map(resume.needs_heap, slots.types.values()))
+    allocates = program_allocates(linked)
+    needs_heap = any(resume.needs_heap(t, allocates) for t in slots.types.values())
     if needs_heap and not heap:
         raise NeedsHeap()
     lids = {bi: b.lid for bi, b in enumerate(fc.blocks_by_index) if b.lid is not None}
@@ -147,7 +153,8 @@ def lower_call_unit(linked, index, name, prefix="u", shared=(), heap=True):
     from .jit_lower import lower_call
     module, types, result, defined, used = lower_call(linked, index, name, prefix=prefix,
                                                       compiled_functions=shared)
-    needs_heap = any(resume.needs_heap(t) for t in types + [result] if t is not None)
+    allocates = program_allocates(linked)
+    needs_heap = any(resume.needs_heap(t, allocates) for t in types + [result] if t is not None)
     if needs_heap and not heap:
         raise NeedsHeap()
     meta = {"symbol": name, "types": types, "result": result, "heap": needs_heap}

@@ -859,7 +859,7 @@ class LoweredFunction:
     """What lowering a function needs to know before its body: variable types,
     blocks, definedness, its LLVM signature."""
 
-    def __init__(self, index, func, module, count, symbol=None):
+    def __init__(self, index, func, module, count, symbol=None, main=False):
         self.index = index
         self.func = func
         self.name = func.get("name", "")
@@ -872,12 +872,14 @@ class LoweredFunction:
         if func.get("type") is not None:
             self.ret_type = self._type(func["type"], "return type")
         # What the function returns: its declared type's values, or `any` values when
-        # it is declared so or returns a variable held as one (no check at `ret`: the
-        # interpreter's caller checks what it gets).
+        # it is declared so or may return a value of another type (a variable held
+        # tagged, a value of another type, a value from a function declared without
+        # one: tag 0 is "no value").  `ret` checks nothing: the interpreter's caller
+        # checks what it gets.
         self.ret_repr = self.ret_type
-        if self.ret_type is not None and any(
+        if not main and self.ret_type != "any" and any(
                 instr.get("op") == "ret" and len(instr.get("args") or []) == 1
-                and self.var_types.get(instr["args"][0]) == "any"
+                and self.var_types.get(instr["args"][0]) not in (self.ret_type, None)
                 for b in self.blocks for instr in b.instrs):
             self.ret_repr = "any"
         self.maybe_unbound = {
@@ -1211,10 +1213,10 @@ class FunctionLowering(Lowering):
     def emit_return(self, value):
         self.flush_count()
         self.b.store(self.depth, self.rt.glob("brt_depth"))
-        if self.info.ret_type is None:
+        if self.info.ret_repr is None:
             self.b.ret_void()
-        elif value is None:
-            self.b.ret(ir.Constant(llvm_type(self.info.ret_repr), ir.Undefined))
+        elif value is None:         # (an `any` result: tag 0, no value)
+            self.b.ret(ir.Constant(llvm_type(self.info.ret_repr), None))
         else:
             self.b.ret(value)
 
@@ -1247,13 +1249,10 @@ class FunctionLowering(Lowering):
         if self.undef_bit(args[0]) is not None and not self.program.is_main(info):
             # Which error the undefined value causes depends on the caller.
             raise Unsupported(f"`ret {args[0]}` of a value that may be undef", info.name)
-        if info.ret_type is None:
-            if not self.program.is_main(info):
-                raise Unsupported(f"`ret {args[0]}` in a function without a return type",
-                                  info.name)
-            value = None                        # @main's value is dropped
-        elif info.ret_repr == "any":
+        if info.ret_repr == "any":
             value = self.tag(value, have)
+        elif info.ret_type is None:
+            value = None                        # @main's value is dropped
         elif have != info.ret_type:
             raise Unsupported(f"`ret {args[0]}` (type {type_text(have)}) in a function "
                               f"declared {type_text(info.ret_type)}", info.name)
@@ -1301,19 +1300,30 @@ class FunctionLowering(Lowering):
         result = bld.call(callee.llvm, values)
         dest = instr.get("dest")
         ftype = callee.ret_type
+        have = callee.ret_repr
+        if have == "any" and ftype is None:
+            # A function without a return type that may return a value anyway.
+            returned = bld.icmp_unsigned("!=", bld.extract_value(result, 0), const_int(0))
         if dest is None:
             if ftype is not None:
                 # A typed callee returned a value (it fails inside if it returns none).
                 self.fail(M.VALUE_WITHOUT_DEST)
+            elif have == "any":
+                self.check(bld.not_(returned), lambda: self.raise_error(M.VALUE_WITHOUT_DEST))
             return None
         if "type" not in instr:
             self.fail(M.UNTYPED_DEST)
             return None
         itype = self.info.declared.get(dest)
         if ftype is None:
-            self.fail(nonvoid_message(None))
+            if have == "any":
+                self.check(returned, lambda: self.raise_error(nonvoid_message(None)))
+                if itype != "any":
+                    self.untag(result, itype, M.RESULT_MISMATCH)
+                self.fail(M.VOID_IN_VALUE_CALL)
+            else:
+                self.fail(nonvoid_message(None))
             return None
-        have = callee.ret_repr
         if have == "any" and itype != "any":    # the interpreter checks the result's kind
             result, have = self.untag(result, itype, M.RESULT_MISMATCH), itype
         if itype != "any" and kind(itype) != kind(have):
@@ -1392,7 +1402,8 @@ class ProgramLowering:
         info = self.infos.get(index)
         if info is None:
             info = self.infos[index] = LoweredFunction(index, self.linked.functions[index],
-                                                    self.module, self.count)
+                                                    self.module, self.count,
+                                                    main=index == self.main_index)
             self.declared.append(index)
         return info
 

@@ -87,8 +87,11 @@ def put_tagged(v, S, D, i, to_pair):
 
 
 def get_tagged(S, D, i, from_pair, undef):
-    """The interpreter value of the `any` value at S[i..i + 2] (put_tagged's inverse)."""
+    """The interpreter value of the `any` value at S[i..i + 2] (put_tagged's inverse;
+    tag 0, a function's result that is no value: None)."""
     tag = S[i]
+    if tag == 0:
+        return None
     if tag == 1:
         return S[i + 1]
     if tag == 2:
@@ -194,9 +197,11 @@ def marshal_source(slots, heap_names):
     return "\n".join(lines) + "\n"
 
 
-def needs_heap(key):
-    """Whether values of type key may be pointers (native code then needs the shared heap)."""
-    return key == "any" or not isinstance(key, str)
+def needs_heap(key, allocates):
+    """Whether values of type key may be pointers (native code then needs the shared
+    heap): pointer types, and `any` in a program that allocates (`allocates`: no
+    pointer exists before an `alloc`)."""
+    return (key == "any" and allocates) or not isinstance(key, str)
 
 
 # --- whole functions called natively (three slots a value) -----------------------------
