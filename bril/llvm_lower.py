@@ -55,7 +55,7 @@ from . import codegen
 from . import typecheck as tc
 from .linker import link
 from .values import js_type_text, type_cmp
-from .resume import decode_slot, encode_slot, value_tag, TAG_PTR_STEP
+from .resume import decode_slot, encode_slot, value_tag, TAG_PTR_STEP, TAG_UNDEF
 
 I1 = ir.IntType(1)
 I8 = ir.IntType(8)
@@ -69,6 +69,8 @@ REGION = ir.LiteralStructType([PTR, I64])    # brilrt's region entry: {data, len
 # A value of the dynamic extension's type `any`: {tag, value, pointer offset}
 # (`bril.resume.value_tag`); also the cell of a ptr<any> region.
 TAGGED = ir.LiteralStructType([I64, I64, I64])
+UNDEF_TAGGED = ir.Constant(TAGGED, [ir.Constant(I64, TAG_UNDEF), ir.Constant(I64, 0),
+                                    ir.Constant(I64, 0)])
 
 SCALARS = {"int": I64, "bool": I1, "float": F64, "char": I32}
 # The interpreter's limit on nested calls (bril.interp.MAX_CALL_DEPTH; brilrt.c too).
@@ -614,11 +616,13 @@ class Lowering:
                 if message is not None:
                     self.fail(message)
                     return
-                if op != "id":
+                elem = arg_types[0][1] if op == "store" and i == 1 else None
+                if elem == "any":       # a ptr<any> cell holds undef too
+                    v, have = self.tag_maybe_undef(v, have, self.undef_bit(name)), "any"
+                elif op != "id":
                     self.not_undef(name, lambda: self._undef_message(instr, i, want,
                                                                      arg_types))
                 if op == "store" and i == 1:
-                    elem = arg_types[0][1]
                     if elem == "any" or have == "any":
                         # A ptr<any> cell holds the value tagged; an `any` value stored
                         # into a typed region must be of its kind.
@@ -800,9 +804,23 @@ class Lowering:
 
     def not_undef(self, name, message):
         """Fail with message() at run time if variable `name` holds the undefined value."""
-        bit = self.undef_bit(name)
+        if self.var_type(name) == "any":
+            bit = self.b.icmp_unsigned("==", self.var_tag(name), const_int(TAG_UNDEF))
+        else:
+            bit = self.undef_bit(name)
         if bit is not None:
             self.check(self.b.not_(bit), lambda: self.raise_error(message()))
+
+    def var_tag(self, name):
+        """The tag of a variable held tagged (i64)."""
+        raise NotImplementedError
+
+    def tag_maybe_undef(self, v, key, bit):
+        """The `any` value of v (type key), or undef's if the i1 `bit` (None: 0) is set."""
+        v = self.tag(v, key)
+        if bit is None:
+            return v
+        return self.b.select(bit, UNDEF_TAGGED, v)
 
     def lower_ssa2(self, instr, op):
         args = instr.get("args") or []
@@ -825,6 +843,9 @@ class Lowering:
                 self.fail(M.text(M.NO_SET, name="undefined"))
             return
         if op == "undef":
+            if self.var_type(dest) == "any":
+                self.write(dest, UNDEF_TAGGED)
+                return
             self.write(dest, ir.Constant(llvm_type(self.var_type(dest)), None),
                        ir.Constant(I1, 1))
             return
@@ -871,27 +892,27 @@ class LoweredFunction:
         self.ret_type = None
         if func.get("type") is not None:
             self.ret_type = self._type(func["type"], "return type")
-        # What the function returns: its declared type's values, or `any` values when
-        # it is declared so or may return a value of another type (a variable held
-        # tagged, a value of another type, a value from a function declared without
-        # one: tag 0 is "no value").  `ret` checks nothing: the interpreter's caller
-        # checks what it gets.
-        self.ret_repr = self.ret_type
-        if not main and self.ret_type != "any" and any(
-                instr.get("op") == "ret" and len(instr.get("args") or []) == 1
-                and self.var_types.get(instr["args"][0]) not in (self.ret_type, None)
-                for b in self.blocks for instr in b.instrs):
-            self.ret_repr = "any"
+        # What the function returns (ret_repr, below): its declared type's values, or
+        # `any` values when it is declared so or may return a value of another type
+        # (a variable held tagged, a value of another type or maybe undef, a value
+        # from a function declared without one: tag 0 is "no value").  `ret` checks
+        # nothing: the interpreter's caller checks what it gets.
         self.maybe_unbound = {
             name for b in self.blocks for instr in b.instrs
             for name, unbound in zip(instr.get("args") or [],
                                      self.types.arg_unbound.get(id(instr), ()))
             if unbound}
-        self.shadow_types, self.maybe_undef = self._ssa2()
-        for name in self.maybe_undef:
-            if self.type_of(name) == "any":
-                raise Unsupported(f"ssa2's undefined value in {name}, held as an `any` value",
-                                  self.name)
+        self.shadow_types, maybe_undef = self._ssa2()
+        # (a variable held tagged holds undef as its tag, TAG_UNDEF: no undef bit)
+        self.maybe_undef = {n for n in maybe_undef if self.type_of(n) != "any"}
+        # (the comment above ret_repr)
+        self.ret_repr = self.ret_type
+        if not main and self.ret_type != "any" and any(
+                instr.get("op") == "ret" and len(instr.get("args") or []) == 1
+                and (self.var_types.get(instr["args"][0]) not in (self.ret_type, None)
+                     or instr["args"][0] in self.maybe_undef)
+                for b in self.blocks for instr in b.instrs):
+            self.ret_repr = "any"
         self.has_spec = self.types.has_spec
         self.count = count
         ret = llvm_type(self.ret_repr) if self.ret_repr is not None else VOID
@@ -1123,6 +1144,8 @@ class FunctionLowering(Lowering):
 
     def write(self, name, value, undef=None):
         """Assign a variable (or shadow); `undef`: its new undef bit (i1), if not 0."""
+        if undef is not None and self.var_type(name) == "any":
+            value = self.b.select(undef, UNDEF_TAGGED, value)
         self.b.store(value, self.slots[name])
         if name in self.flags:
             self.b.store(ir.Constant(I1, 1), self.flags[name])
@@ -1133,6 +1156,9 @@ class FunctionLowering(Lowering):
     def undef_bit(self, name):
         bit = self.undefs.get(name)
         return None if bit is None else self.b.load(bit, typ=I1)
+
+    def var_tag(self, name):
+        return self.b.extract_value(self.b.load(self.slots[name], typ=TAGGED), 0)
 
     def read_shadow(self, name):
         key = ("shadow", name)
@@ -1246,11 +1272,9 @@ class FunctionLowering(Lowering):
             return None
         info = self.info
         have = self.var_type(args[0])
-        if self.undef_bit(args[0]) is not None and not self.program.is_main(info):
-            # Which error the undefined value causes depends on the caller.
-            raise Unsupported(f"`ret {args[0]}` of a value that may be undef", info.name)
         if info.ret_repr == "any":
-            value = self.tag(value, have)
+            # (which error an undefined value causes depends on the caller)
+            value = self.tag_maybe_undef(value, have, self.undef_bit(args[0]))
         elif info.ret_type is None:
             value = None                        # @main's value is dropped
         elif have != info.ret_type:
@@ -1281,9 +1305,7 @@ class FunctionLowering(Lowering):
                 return None
             have, want = self.var_type(name), callee.declared[param]
             if want == "any":
-                if self.undef_bit(name) is not None:
-                    raise Unsupported(f"passing {name}, which may be undef, as an `any` value",
-                                      self.info.name)
+                v, have = self.tag_maybe_undef(v, have, self.undef_bit(name)), "any"
             else:
                 if have == "any":       # the interpreter checks the argument's kind
                     v, have = self.untag(v, want, M.ARGUMENT_MISMATCH), want

@@ -337,3 +337,64 @@ DYNAMIC_UNITS = {
 }
 """,
 }
+
+
+# ssa2's undefined value held as an `any` value (in variables, a ptr<any> cell, `any`
+# arguments and results, a shadow); mode -> the error that meets it.
+DYNAMIC_UNDEF = """
+@pass(x: any): any {
+  ret x;
+}
+@maybe(b: bool): int {
+  u: int = undef;
+  br b .y .n;
+.y:
+  ret u;
+.n:
+  one: int = const 1;
+  ret one;
+}
+@main(m: int) {
+  u: int = undef;
+  a: any = id u;
+  one: int = const 1;
+  p: ptr<any> = alloc one;
+  store p u;
+  w: any = load p;
+  r: any = call @pass u;
+  f: bool = const false;
+  k: int = call @maybe f;
+  print k;
+  set s u;
+  s: any = get;
+  zero: int = const 0;
+  two: int = const 2;
+  m0: bool = eq m zero;
+  br m0 .a .b;
+.a:
+  print one a;
+.b:
+  m1: bool = eq m one;
+  br m1 .c .d;
+.c:
+  x: int = add w one;
+.d:
+  m2: bool = eq m two;
+  br m2 .e .g;
+.e:
+  t: bool = const true;
+  k2: any = call @maybe t;
+  print one;
+  k3: int = call @maybe t;
+.g:
+  free p;
+  print s;
+}
+"""
+
+DYNAMIC_UNDEF_ERRORS = {
+    0: "print of undefined value",
+    1: "add argument 0 must be a int",
+    2: "type of value returned by function does not match destination type",
+    3: "print of undefined value",
+}
