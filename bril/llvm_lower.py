@@ -9,11 +9,15 @@ tests `(unsigned) offset < length` and an "initialised" flag per cell, inline).
 Every variable lives in an `alloca` (promoted to registers by LLVM), so a
 `speculate` snapshot is a copy of the variables and an abort copies them back.
 
-The supported language is statically typed Bril: every variable has one
-declared type, and every instruction produces a value of its destination's
-type.  Programs outside it (`any`, a variable of two types, a `ptr` argument
-to @main, an ill-typed `ret`, the ssa extension's `phi`) are rejected by
-`Unsupported`, a one-line `BrilError`.  ssa2 is supported: a shadow variable
+The supported language is Bril where every variable has one declared type and
+every instruction produces a value of its destination's type, plus the dynamic
+extension: an `any` value is a tagged value (`TAGGED`, `Lowering.tag`/`untag`),
+and so is every variable the interpreter may give a value of another type
+unchecked (`LoweredFunction._dynamic`); a function that may return a value of
+another type than declared returns it tagged, and its caller checks it.
+Programs outside it (a variable of two types, a `ptr` or `any` argument to
+@main, the ssa extension's `phi`) are rejected by `Unsupported`, a one-line
+`BrilError`.  ssa2 is supported: a shadow variable
 is one more slot (key ("shadow", name)) with a flag saying a `set` wrote it,
 and a variable that may hold `undef`'s value has an undef bit beside it
 (`Lowering.lower_ssa2`).  Everything the interpreter reports at
