@@ -615,7 +615,7 @@ class Lowering:
                     # An `any` value where a kind is wanted: the interpreter's operand
                     # check, at run time.
                     have = want if want != "ptr" else self.pointer_type(name, op)
-                    v = self.untag(v, have, operand_message(op, i, want))
+                    v = self.untag(v, have, operand_message(op, i, want), exact=op != "free")
                 message = self._operand_error(instr, i, want, have, arg_types)
                 if message is not None:
                     self.fail(message)
@@ -740,12 +740,16 @@ class Lowering:
         """The `any` value holding v, of type key."""
         return tag_value(self.b, v, key)
 
-    def untag(self, v, key, message):
+    def untag(self, v, key, message, exact=True):
         """The value of type key that the `any` value v holds; the run-time error
-        `message` if it holds a value of another kind (the interpreter's check)."""
+        `message` if it holds a value of another kind (the interpreter's check).
+        exact=False: any pointer will do for a pointer type key (`free`)."""
         bld = self.b
         tag = bld.extract_value(v, 0)
-        if kind(key) == "ptr":
+        if kind(key) == "ptr" and not exact:
+            self.check(bld.icmp_unsigned(">", tag, const_int(TAG_PTR_STEP)),
+                       lambda: self.raise_error(message))
+        elif kind(key) == "ptr":
             # (the interpreter compares kinds only: a pointer of another type is beyond
             # native code, which lays cells out by the pointer's type)
             is_ptr = bld.icmp_unsigned(">", tag, const_int(TAG_PTR_STEP))
@@ -896,11 +900,6 @@ class LoweredFunction:
         self.ret_type = None
         if func.get("type") is not None:
             self.ret_type = self._type(func["type"], "return type")
-        # What the function returns (ret_repr, below): its declared type's values, or
-        # `any` values when it is declared so or may return a value of another type
-        # (a variable held tagged, a value of another type or maybe undef, a value
-        # from a function declared without one: tag 0 is "no value").  `ret` checks
-        # nothing: the interpreter's caller checks what it gets.
         self.maybe_unbound = {
             name for b in self.blocks for instr in b.instrs
             for name, unbound in zip(instr.get("args") or [],
@@ -909,7 +908,11 @@ class LoweredFunction:
         self.shadow_types, maybe_undef = self._ssa2()
         # (a variable held tagged holds undef as its tag, TAG_UNDEF: no undef bit)
         self.maybe_undef = {n for n in maybe_undef if self.type_of(n) != "any"}
-        # (the comment above ret_repr)
+        # What the function returns: its declared type's values, or `any` values when
+        # it is declared so or may return a value of another type (a variable held
+        # tagged, a value of another type or maybe undef, a value from a function
+        # declared without one: tag 0 is "no value").  `ret` checks nothing: the
+        # interpreter's caller checks what it gets.
         self.ret_repr = self.ret_type
         if not main and self.ret_type != "any" and any(
                 instr.get("op") == "ret" and len(instr.get("args") or []) == 1

@@ -199,8 +199,11 @@ DYNAMIC_UNITS = {
   f2: any = id f;
   c2: any = id c;
   p2: any = id p;
+  fs: ptr<float> = alloc one;
+  f3: any = id fs;
   print a b2 f2 c2 p2;
   free p2;
+  free f3;
   a: any = const true;
   print a a;
 }
