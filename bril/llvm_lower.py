@@ -598,6 +598,12 @@ class Lowering:
         if op in ("and", "or") and len(instr.get("args") or []) == 2:
             self._lower_short_circuit(instr, op)
             return
+        args = instr.get("args") or []
+        if (op in ("load", "store", "ptradd") and info.args is not None
+                and len(args) == len(info.args) and self.var_type(args[0]) == "any"
+                and self.pointer_type(args[0], op) is None):
+            self.lower_through_any(instr, op)
+            return
         if op == "const" or info.args is None:
             values, arg_types = (), ()
         else:
@@ -733,8 +739,81 @@ class Lowering:
 
     def pointer_type(self, name, op):
         """The pointer type an `any` variable used as op's pointer must have: its declared
-        one (the cells' layout depends on it)."""
+        one (the cells' layout depends on it); None for a variable declared `any`
+        (`lower_through_any`)."""
         raise NotImplementedError
+
+    def lower_through_any(self, instr, op):
+        """load, store or ptradd through a pointer in a variable declared `any`: its
+        type, hence its cells' layout, is known at run time only, from its tag (one
+        case per pointer type of the program)."""
+        bld = self.b
+        args = instr["args"]
+        p = self.read(instr, 0)
+        if p is None:
+            return
+        tag = bld.extract_value(p, 0)
+        self.check(bld.icmp_unsigned(">", tag, const_int(TAG_PTR_STEP)),
+                   lambda: self.raise_error(operand_message(op, 0, "ptr")))
+        v = None
+        if op != "load":
+            v = self.read(instr, 1)
+            if v is None:
+                return
+            have = self.var_type(args[1])
+        dest = instr.get("dest") if op != "store" else None
+        if op == "ptradd":
+            if have == "any":
+                v = self.untag(v, "int", operand_message(op, 1, "int"))
+            elif have != "int":
+                self.fail(operand_message(op, 1, "int"))
+                return
+            else:
+                self.not_undef(args[1], lambda: operand_message(op, 1, "int"))
+            result = bld.insert_value(p, bld.add(bld.extract_value(p, 2), v), 2)
+            if isinstance(dest, str):
+                self.write(dest, self.convert(result, "any", self.var_type(dest),
+                                              operand_message(op, 0, "ptr")))
+            return
+        done = self.new_block(f"{op}.done")
+        other = self.new_block(f"{op}.other")
+        switch = bld.switch(tag, other)
+        loaded = []
+        for key in self.program.pointer_types():
+            blk = self.new_block(f"{op}.{type_text(key)}")
+            switch.add_case(const_int(value_tag(key)), blk)
+            bld.position_at_end(blk)
+            ptr = decode_slot(bld, key, bld.extract_value(p, 1), lambda: bld.extract_value(p, 2))
+            elem = key[1]
+            self.arg_keys = [key, elem]
+            if op == "load":
+                value = _lower_load(self, instr, ptr)
+                loaded.append((self.tag(value, elem), bld.block))
+            else:
+                if elem == "any":
+                    x = self.tag_maybe_undef(v, have, self.undef_bit(args[1]))
+                elif have == "any":
+                    x = self.untag(v, elem, M.text(M.STORE_KIND,
+                                                   type=js_type_text(_json_type(elem))))
+                elif kind(have) != kind(elem):
+                    self.raise_error(M.text(M.STORE_KIND, type=js_type_text(_json_type(elem))))
+                    continue
+                elif have != elem:
+                    self.raise_error(M.text(M.ANY_POINTER, type=type_text(("ptr", have))))
+                    continue
+                else:
+                    self.not_undef(args[1], lambda: self._undef_message(instr, 1, "T", [key]))
+                    x = v
+                _lower_store(self, instr, ptr, x)
+            bld.branch(done)
+        bld.position_at_end(other)      # (no pointer of another type exists)
+        self.raise_error(M.text(M.ANY_POINTER, type="pointer"))
+        bld.position_at_end(done)
+        if loaded and isinstance(dest, str):
+            value = bld.phi(TAGGED)
+            for x, blk in loaded:
+                value.add_incoming(x, blk)
+            self.write(dest, value)
 
     def tag(self, v, key):
         """The `any` value holding v, of type key."""
@@ -1002,7 +1081,8 @@ class LoweredFunction:
                     flows.setdefault(args[0], []).append(dest)
                 elif op == "get":
                     flows.setdefault(("shadow", dest), []).append(dest)
-                elif op == "load" and len(args) == 1 and declared.get(args[0]) == ("ptr", "any"):
+                elif op == "load" and len(args) == 1 and declared.get(args[0]) in (
+                        ("ptr", "any"), "any"):
                     dynamic.append(dest)
         seen = set(dynamic)
         while dynamic:
@@ -1130,11 +1210,10 @@ class FunctionLowering(Lowering):
 
     def pointer_type(self, name, op):
         key = self.info.declared.get(name)
-        if kind(key) != "ptr" and op != "free":
-            raise Unsupported(f"`{op}` through a pointer in {name}, of type "
-                              f"{type_text(key)}", self.info.name)
+        if kind(key) == "ptr":
+            return key
         # (`free` needs no layout; a ptr<int> stands for any pointer type there)
-        return key if kind(key) == "ptr" else ("ptr", "int")
+        return ("ptr", "int") if op == "free" else None
 
     def read_var(self, name, instr, i):
         slot = self.slots.get(name)
@@ -1426,6 +1505,7 @@ class ProgramLowering:
         self.infos = {}
         self.declared = []                      # indexes of self.infos, in declaration order
         self.main_index = linked.main_index()
+        self._pointer_types = None
 
     def info(self, index):
         info = self.infos.get(index)
@@ -1439,6 +1519,21 @@ class ProgramLowering:
     def resolve(self, caller_index, name):
         r = self.linked.resolve_call(caller_index, name)
         return r if isinstance(r, str) else self.info(r)
+
+    def pointer_types(self):
+        """Every pointer type of the program (what a pointer's tag can say), sorted."""
+        if self._pointer_types is None:
+            found = set()
+            for f in self.linked.functions:
+                types = [f.get("type")] + [a.get("type") for a in f.get("args") or []]
+                types += [i.get("type") for i in f.get("instrs") or []]
+                for typ in types:
+                    key = type_key(typ)
+                    while key is not None and kind(key) == "ptr":
+                        found.add(key)
+                        key = key[1]
+            self._pointer_types = sorted(found, key=type_text)
+        return self._pointer_types
 
     def is_main(self, info):
         return info.index == self.main_index

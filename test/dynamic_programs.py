@@ -401,3 +401,66 @@ DYNAMIC_UNDEF_ERRORS = {
     2: "type of value returned by function does not match destination type",
     3: "print of undefined value",
 }
+
+# load, store and ptradd through pointers in variables declared `any` (the cells'
+# layout known from the tag at run time); mode -> the error (0: none).
+DYNAMIC_THROUGH_ANY = """
+@main(m: int) {
+  one: int = const 1;
+  two: int = const 2;
+  pi: ptr<int> = alloc two;
+  pf: ptr<float> = alloc two;
+  pa: ptr<any> = alloc two;
+  a: any = id pi;
+  b: any = id pf;
+  c: any = id pa;
+  a1: any = ptradd a one;
+  store a1 two;
+  f: float = const 1.5;
+  store b f;
+  store c f;
+  c1: any = ptradd c one;
+  store c1 pi;
+  x: int = load a1;
+  y: any = load b;
+  z: any = load c;
+  w: ptr<int> = load c1;
+  w1: ptr<int> = ptradd w one;
+  v: int = load w1;
+  print x y z v;
+  zero: int = const 0;
+  m0: bool = eq m zero;
+  br m0 .ok .bad;
+.bad:
+  m1: bool = eq m one;
+  br m1 .b1 .b2;
+.b1:
+  store a f;
+.b2:
+  m2: bool = eq m two;
+  br m2 .c2 .c3;
+.c2:
+  k: any = id f;
+  q: any = ptradd a k;
+.c3:
+  t: bool = const true;
+  n: int = load t;
+.ok:
+  free pi;
+  free pf;
+  free pa;
+}
+"""
+
+DYNAMIC_THROUGH_ANY_ERRORS = {
+    0: None,
+    1: "store argument 1 must be a int",
+    2: "ptradd argument 1 must be a int",
+    3: "load argument 0 must be a Pointer",
+}
+
+# Programs with a mode argument: name -> (source, {mode: the error, or None}).
+DYNAMIC_MODES = {
+    "dynamic_undef": (DYNAMIC_UNDEF, DYNAMIC_UNDEF_ERRORS),
+    "dynamic_through_any": (DYNAMIC_THROUGH_ANY, DYNAMIC_THROUGH_ANY_ERRORS),
+}

@@ -25,8 +25,7 @@ from bril.jit import Jit
 from bril.text import parse_program
 
 from corpus import BENCHMARKS, CONFORMANCE, args_of, bril_files, case_id
-from dynamic_programs import (DYNAMIC_LOOP, DYNAMIC_LOOP_ERRORS, DYNAMIC_UNDEF,
-                              DYNAMIC_UNDEF_ERRORS, DYNAMIC_UNITS)
+from dynamic_programs import DYNAMIC_LOOP, DYNAMIC_LOOP_ERRORS, DYNAMIC_MODES, DYNAMIC_UNITS
 
 _ALT_RE = re.compile(r"^\s*#\s*ALT-ARGS:(.*)$", re.M)
 
@@ -704,12 +703,14 @@ def test_any_values_cross_between_native_code_and_the_interpreter(mode):
         assert [r["error"] for r in compiled if r["error"]] == [message], report
 
 
-@pytest.mark.parametrize("mode", sorted(DYNAMIC_UNDEF_ERRORS))
-def test_undef_held_as_any(mode):
-    prog = parse_program(DYNAMIC_UNDEF)
+@pytest.mark.parametrize("name, mode", [(n, m) for n, (_, errors) in DYNAMIC_MODES.items()
+                                        for m in errors])
+def test_any_values_with_undef_and_pointers(name, mode):
+    src, errors = DYNAMIC_MODES[name]
+    prog = parse_program(src)
     got = run_jit(prog, [str(mode)], hot=1, hot_calls=1)
     assert got[:3] == run_plain(prog, [str(mode)])
-    assert got[2] == DYNAMIC_UNDEF_ERRORS[mode]
+    assert got[2] == errors[mode]
 
 
 @pytest.mark.parametrize("name", sorted(DYNAMIC_UNITS))
