@@ -28,8 +28,8 @@ the interpreter's count after each native call.
 from llvmlite import ir
 
 from .llvm_lower import (LoweredFunction, FunctionLowering, ProgramLowering, Unsupported, I1,
-                         I64, PTR, TAGGED, const_int, kind)
-from .resume import Slots, decode_slot as _decode, encode_slot as _encode
+                         I64, PTR, const_int, kind)
+from .resume import Slots, decode_slot as _decode, decode_tagged, encode_slot as _encode
 
 
 def _region_variables(info, region):
@@ -89,10 +89,7 @@ class RegionLowering(FunctionLowering):
     def from_slots(self, name):
         key, i = self.layout.types[name], self.layout.index(name)
         if key == "any":                # {tag (the flag slot), value, offset}
-            v = ir.Constant(TAGGED, ir.Undefined)
-            for j in range(3):
-                v = self.b.insert_value(v, self.load_slot(i + j), j)
-            return v
+            return decode_tagged(self.b, lambda j: self.load_slot(i + j))
         return _decode(self.b, key, self.load_slot(i + 1), lambda: self.load_slot(i + 2))
 
     def to_slots(self, name):
@@ -253,9 +250,9 @@ def lower_call(linked, index, name, prefix="jit", compiled_functions=()):
     """A module with `int64 NAME(int64 *slots)`: calls function `index` (lowered whole
     here unless compiled before) with its parameters read from the slots
     (encoded as for regions: an `any` value's tag, value, pointer offset; three
-    slots each) and stores its result, if any, in slots 0-2.  Returns (module, parameter types,
-    result type, indices of the functions defined, indices of the functions used
-    from earlier modules)."""
+    slots each) and stores its result, if any, in slots 0-2.  Returns (module,
+    parameter types, result type, indices of the functions defined, indices of
+    the functions used from earlier modules)."""
     program = RegionProgram(linked, name, prefix, compiled_functions)
     program.mark_called(index)
     info = program.info(index)
@@ -272,24 +269,19 @@ def lower_call(linked, index, name, prefix="jit", compiled_functions=()):
     args = []
     for i, key in enumerate(types):
         if key == "any":
-            v = ir.Constant(TAGGED, ir.Undefined)
-            for j in range(3):
-                v = bld.insert_value(v, bld.load(slot(3 * i + j), typ=I64), j)
-            args.append(v)
+            args.append(decode_tagged(bld, lambda j, i=i: bld.load(slot(3 * i + j), typ=I64)))
             continue
         raw = bld.load(slot(3 * i + 1), typ=I64)
         args.append(_decode(bld, key, raw, lambda i=i: bld.load(slot(3 * i + 2), typ=I64)))
     result = bld.call(info.llvm, args)
     key = info.ret_repr
-    if key is None:
-        pass
-    elif key == "any":
+    if key == "any":
         for j in range(3):
             bld.store(bld.extract_value(result, j), slot(j))
-    elif kind(key) == "ptr":
+    elif key is not None and kind(key) == "ptr":
         bld.store(bld.extract_value(result, 0), slot(1))
         bld.store(bld.extract_value(result, 1), slot(2))
-    else:
+    elif key is not None:
         bld.store(_encode(bld, key, result), slot(1))
     bld.ret(const_int(0))
     defined = program.lower_called()

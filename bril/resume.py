@@ -266,6 +266,16 @@ def decode_slot(bld, key, raw, second):
     return bld.insert_value(p, second(), 1)
 
 
+def decode_tagged(bld, load):
+    """IR: the `any` value in three slots, `load(j)` giving slot j (tag, value, offset)."""
+    from llvmlite import ir
+    from .llvm_lower import TAGGED
+    v = ir.Constant(TAGGED, ir.Undefined)
+    for j in range(3):
+        v = bld.insert_value(v, load(j), j)
+    return v
+
+
 def encode_slot(bld, key, v):
     """IR: a value of type `key` (not a pointer: its two parts are stored apart) as
     its 64-bit slot."""
