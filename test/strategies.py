@@ -483,14 +483,23 @@ class _FunctionGen:
 
     def stmt_dynamic(self):
         """The dynamic extension: a value through an `any` variable (sometimes through a
-        ptr<any> cell), printed as `any` or given back to a variable of its type --
-        which then holds whatever the interpreter gives it, unchecked."""
+        ptr<any> cell), printed as `any`, used by an op of its type, or given back to
+        a variable of its type -- which then holds whatever the interpreter gives it,
+        unchecked."""
         typ = self.pick(self.enabled_types())
         a = self.fresh_var("any")
         self.op(a, "any", "id", [self.operand(typ)])
-        how = self.draw(st.integers(0, 2))
+        how = self.draw(st.integers(0, 3))
         if how == 0:
             self.op(None, None, "print", [a, self.operand(typ)])
+        elif how == 3:
+            op, result, other = {"int": ("add", "int", "int"), "bool": ("not", "bool", None),
+                                 "float": ("fmul", "float", "float"),
+                                 "char": ("char2int", "int", None)}[typ]
+            args = [a] + ([self.operand(other)] if other else [])
+            if other and self.draw(st.booleans()):
+                args.reverse()
+            self.op(self.target(result), result, op, args)
         elif how == 1 and self.lim.memory:
             ptype = {"ptr": "any"}
             p = self.fresh_var(ptype)
