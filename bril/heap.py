@@ -23,7 +23,8 @@ memoryviews over their cells, shared with code compiled by the JIT.
 from . import messages as M
 from .errors import BrilError
 from .ops import INT_MAX, INT_MIN, wrap64
-from .values import js_type_text
+from .resume import get_tagged, put_tagged
+from .values import UNDEF, js_type_text
 
 # Bit masks of value kinds a region accepts in `store` (the reference's typeCheck
 # against the region's element type; pointer element types are not compared).
@@ -196,8 +197,10 @@ def region_kind_mismatch(ptr, kind):
 # "initialised" bytes.  Freeing a region releases both views, so a later access
 # through any pointer into it raises ValueError (the templates' slow path turns
 # that into the bounds error); memory freed by native code is noticed by
-# `sync()`, which the JIT calls after every native call.  Only statically typed
-# programs (concrete element types: no `any` regions) are supported.
+# `sync()`, which the JIT calls after every native call.  A region of `any` cells
+# (the dynamic extension's ptr<any>) holds {tag, value, pointer offset} a cell, as
+# native code does (`bril.resume.value_tag`); the templates' fast paths fail on it
+# (its `data` is None) and take the slow path, which reads the tag.
 
 # element kind -> (memoryview format of the cells, cell size in bytes)
 NATIVE_FORMATS = {"int": ("q", 8), "float": ("d", 8), "bool": ("?", 1), "char": ("i", 4),
@@ -234,12 +237,12 @@ class _ElemInfo:
     __slots__ = ("elem", "kind", "fmt", "cell", "accepts", "inner")
 
     def __init__(self, elem):
-        kind = elem_kind(elem)
+        kind = "any" if elem == "any" else elem_kind(elem)
         if kind is None:
             raise BrilError(f"internal error: the native heap cannot hold {js_type_text(elem)}")
         self.elem = elem
         self.kind = kind
-        self.fmt, self.cell = NATIVE_FORMATS[kind]
+        self.fmt, self.cell = NATIVE_FORMATS[kind] if kind != "any" else ("q", 24)
         self.accepts = kind_bits(elem)
         self.inner = elem["ptr"] if kind == "ptr" else None  # a loaded pointer's element type
 
@@ -247,14 +250,15 @@ class _ElemInfo:
 class NativeRegion:
     """A region of brilrt's table as Python sees it (`base` is its id)."""
     __slots__ = ("base", "elem", "accepts", "size", "live", "kind", "inner", "data", "flags",
-                 "heap")
+                 "heap", "cells")
 
     def kill(self):
         """The region was freed: no access through any pointer reaches its memory."""
         if self.live:
             self.live = False
-            self.data.release()
-            self.flags.release()
+            for view in (self.data, self.flags) + (self.cells or ()):
+                if view is not None:
+                    view.release()
 
 
 class NativeHeap:
@@ -308,11 +312,16 @@ class NativeHeap:
             raw = _memory(address, size * (info.cell + 1), _PyBUF_WRITE)
             split = size * info.cell
             r.data = raw[:split].cast(info.fmt)
+            r.cells = None
+            if info.kind == "any":      # (int64 and double views of the same cells)
+                r.cells = (r.data, raw[:split].cast("d"))
+                r.data = None
             r.flags = raw[split:]
             self.regions[rid] = r
         else:                               # already freed
             r.live = False
             r.data = r.flags = _DEAD
+            r.cells = None
         return r
 
     # --- the Heap interface (the generated code's _alloc and _free) ---------------------
@@ -411,6 +420,9 @@ def native_load(ptr, name):
     _native_check(ptr, name)
     data, offset, region = ptr
     kind = region.kind
+    if kind == "any":
+        q, d = region.cells
+        return get_tagged(q, d, 3 * offset, region.heap.from_pair, UNDEF)
     if kind == "char":
         return chr(data[offset])
     if kind == "ptr":
@@ -424,7 +436,10 @@ def native_store(ptr, value):
     if not (region.live and 0 <= offset < region.size):
         bad_access(ptr)
     kind = region.kind
-    if kind == "char":
+    if kind == "any":
+        q, d = region.cells
+        put_tagged(value, q, d, 3 * offset, NativeHeap.to_pair)
+    elif kind == "char":
         data[offset] = ord(value)
     elif kind == "ptr":
         rid, off = NativeHeap.to_pair(value)

@@ -46,7 +46,8 @@ import time
 
 from .errors import BrilError
 from .values import UNDEF
-from .resume import Slots, decode_result, encode_arguments, json_type, marshal_source
+from .resume import (Slots, decode_result, encode_arguments, get_tagged, json_type,
+                     marshal_source, put_tagged)
 
 DEFAULT_HOT = 1000
 # A region whose entries average fewer native instructions than this (measured
@@ -327,9 +328,8 @@ class Jit:
                 compiled.eager_functions.add(index)
         for index, _ in profile.get("regions", {}):
             compiled.eager_functions.add(index)
-        if (self.shared_heap or profile.get("heap")) and any(
-                i.get("op") == "alloc" for f in compiled.linked.functions
-                for i in f.get("instrs") or []):
+        from .jitcache import program_allocates
+        if (self.shared_heap or profile.get("heap")) and program_allocates(compiled.linked):
             # The interpreter's heap moves into the runtime's region table from the
             # start (pointers cannot move later), so that both sides see the same
             # cells.
@@ -764,7 +764,7 @@ class Jit:
 
     def _call_buffers(self, native):
         import ctypes
-        S = (ctypes.c_int64 * max(2, 2 * len(native.types)))()
+        S = (ctypes.c_int64 * max(3, 3 * len(native.types)))()
         native.buffers = (S, (ctypes.c_double * len(S)).from_buffer(S))
 
     def _shared_functions(self):
@@ -907,7 +907,8 @@ class Jit:
         slots = region.slots
         heap_names = {}
         src = marshal_source(slots, heap_names)
-        env = {"_M": object(), "_U": UNDEF}
+        env = {"_M": object(), "_U": UNDEF, "_put": put_tagged, "_get": get_tagged,
+               "_to_pair": None, "_from_pair": None}
         if self.heap is not None:
             env["_to_pair"] = self.heap.to_pair
             env["_from_pair"] = self.heap.from_pair

@@ -29,7 +29,7 @@ from llvmlite import ir
 
 from .llvm_lower import (LoweredFunction, FunctionLowering, ProgramLowering, Unsupported, I1,
                          I64, PTR, const_int, kind)
-from .resume import Slots, decode_slot as _decode, encode_slot as _encode
+from .resume import Slots, decode_slot as _decode, decode_tagged, encode_slot as _encode
 
 
 def _region_variables(info, region):
@@ -88,6 +88,8 @@ class RegionLowering(FunctionLowering):
 
     def from_slots(self, name):
         key, i = self.layout.types[name], self.layout.index(name)
+        if key == "any":                # {tag (the flag slot), value, offset}
+            return decode_tagged(self.b, lambda j: self.load_slot(i + j))
         return _decode(self.b, key, self.load_slot(i + 1), lambda: self.load_slot(i + 2))
 
     def to_slots(self, name):
@@ -96,6 +98,11 @@ class RegionLowering(FunctionLowering):
         flag = bld.zext(bld.load(self.flags[name], typ=I1), I64)
         if name in self.undefs:         # 2: ssa2's undefined value
             flag = bld.add(flag, bld.zext(bld.load(self.undefs[name], typ=I1), I64))
+        if key == "any":                # the tag for the flag (0 if unset)
+            self.store_slot(i, bld.mul(flag, bld.extract_value(v, 0)))
+            self.store_slot(i + 1, bld.extract_value(v, 1))
+            self.store_slot(i + 2, bld.extract_value(v, 2))
+            return
         self.store_slot(i, flag)
         if kind(key) == "ptr":
             self.store_slot(i + 1, bld.extract_value(v, 0))
@@ -191,7 +198,7 @@ class RegionProgram(ProgramLowering):
         if info is None:
             info = self.infos[index] = LoweredFunction(
                 index, self.linked.functions[index], self.module, self.count,
-                symbol=f"{self.prefix}.f{index}")
+                symbol=f"{self.prefix}.f{index}", main=index == self.main_index)
             self.declared.append(index)
         return info
 
@@ -242,10 +249,10 @@ def lower_region(linked, index, region, entries, name, prefix="jit", compiled_fu
 def lower_call(linked, index, name, prefix="jit", compiled_functions=()):
     """A module with `int64 NAME(int64 *slots)`: calls function `index` (lowered whole
     here unless compiled before) with its parameters read from the slots
-    (encoded as for regions: value, pointer offset; two slots each) and stores
-    its result, if any, in slots 0 and 1.  Returns (module, parameter types,
-    result type, indices of the functions defined, indices of the functions used
-    from earlier modules)."""
+    (encoded as for regions: an `any` value's tag, value, pointer offset; three
+    slots each) and stores its result, if any, in slots 0-2.  Returns (module,
+    parameter types, result type, indices of the functions defined, indices of
+    the functions used from earlier modules)."""
     program = RegionProgram(linked, name, prefix, compiled_functions)
     program.mark_called(index)
     info = program.info(index)
@@ -261,17 +268,22 @@ def lower_call(linked, index, name, prefix="jit", compiled_functions=()):
     types = [info.var_types[p] for p in info.params]
     args = []
     for i, key in enumerate(types):
-        raw = bld.load(slot(2 * i), typ=I64)
-        args.append(_decode(bld, key, raw, lambda i=i: bld.load(slot(2 * i + 1), typ=I64)))
+        if key == "any":
+            args.append(decode_tagged(bld, lambda j, i=i: bld.load(slot(3 * i + j), typ=I64)))
+            continue
+        raw = bld.load(slot(3 * i + 1), typ=I64)
+        args.append(_decode(bld, key, raw, lambda i=i: bld.load(slot(3 * i + 2), typ=I64)))
     result = bld.call(info.llvm, args)
-    if info.ret_type is not None:
-        key = info.ret_type
-        if kind(key) == "ptr":
-            bld.store(bld.extract_value(result, 0), slot(0))
-            bld.store(bld.extract_value(result, 1), slot(1))
-        else:
-            bld.store(_encode(bld, key, result), slot(0))
+    key = info.ret_repr
+    if key == "any":
+        for j in range(3):
+            bld.store(bld.extract_value(result, j), slot(j))
+    elif key is not None and kind(key) == "ptr":
+        bld.store(bld.extract_value(result, 0), slot(1))
+        bld.store(bld.extract_value(result, 1), slot(2))
+    elif key is not None:
+        bld.store(_encode(bld, key, result), slot(1))
     bld.ret(const_int(0))
     defined = program.lower_called()
-    return (program.module, types, info.ret_type, defined,
+    return (program.module, types, key, defined,
             program.called & set(compiled_functions))

@@ -21,9 +21,10 @@ finds one enters native code at the first arrival instead of counting first.
 
 import marshal
 
+from . import resume
 from .codecache import sha256
 
-FORMAT = b"bril-jit-1"
+FORMAT = b"bril-jit-2"
 
 
 def _function_digest(linked, index, h):
@@ -122,6 +123,11 @@ def store_unit(cache, key, shared_object, meta):
 
 # --- making units (the running JIT, and the precompiler after a run) -------------------------
 
+def program_allocates(linked):
+    """Whether the program has an `alloc` (else it never has a pointer)."""
+    return any(i.get("op") == "alloc" for f in linked.functions for i in f.get("instrs") or [])
+
+
 class NeedsHeap(Exception):
     """The unit touches memory, and the interpreter's heap is not the shared one."""
 
@@ -132,7 +138,8 @@ def lower_region_unit(linked, fc, blocks, entries, name, prefix="u", shared=(), 
     from .jit_lower import lower_region
     module, slots, defined, used = lower_region(linked, fc.index, blocks, sorted(entries),
                                                 name, prefix=prefix, compiled_functions=shared)
-    needs_heap = any(not isinstance(t, str) for t in slots.types.values())
+    allocates = program_allocates(linked)
+    needs_heap = any(resume.needs_heap(t, allocates) for t in slots.types.values())
     if needs_heap and not heap:
         raise NeedsHeap()
     lids = {bi: b.lid for bi, b in enumerate(fc.blocks_by_index) if b.lid is not None}
@@ -146,7 +153,8 @@ def lower_call_unit(linked, index, name, prefix="u", shared=(), heap=True):
     from .jit_lower import lower_call
     module, types, result, defined, used = lower_call(linked, index, name, prefix=prefix,
                                                       compiled_functions=shared)
-    needs_heap = any(not isinstance(t, str) for t in types + [result] if t is not None)
+    allocates = program_allocates(linked)
+    needs_heap = any(resume.needs_heap(t, allocates) for t in types + [result] if t is not None)
     if needs_heap and not heap:
         raise NeedsHeap()
     meta = {"symbol": name, "types": types, "result": result, "heap": needs_heap}

@@ -9,11 +9,15 @@ tests `(unsigned) offset < length` and an "initialised" flag per cell, inline).
 Every variable lives in an `alloca` (promoted to registers by LLVM), so a
 `speculate` snapshot is a copy of the variables and an abort copies them back.
 
-The supported language is statically typed Bril: every variable has one
-declared type, and every instruction produces a value of its destination's
-type.  Programs outside it (`any`, a variable of two types, a `ptr` argument
-to @main, an ill-typed `ret`, the ssa extension's `phi`) are rejected by
-`Unsupported`, a one-line `BrilError`.  ssa2 is supported: a shadow variable
+The supported language is Bril where every variable has one declared type and
+every instruction produces a value of its destination's type, plus the dynamic
+extension: an `any` value is a tagged value (`TAGGED`, `Lowering.tag`/`untag`),
+and so is every variable the interpreter may give a value of another type
+unchecked (`LoweredFunction._dynamic`); a function that may return a value of
+another type than declared returns it tagged, and its caller checks it.
+Programs outside it (a variable of two types, a `ptr` or `any` argument to
+@main, the ssa extension's `phi`) are rejected by `Unsupported`, a one-line
+`BrilError`.  ssa2 is supported: a shadow variable
 is one more slot (key ("shadow", name)) with a flag saying a `set` wrote it,
 and a variable that may hold `undef`'s value has an undef bit beside it
 (`Lowering.lower_ssa2`).  Everything the interpreter reports at
@@ -55,6 +59,7 @@ from .blocks import build_blocks
 from . import typecheck as tc
 from .linker import link
 from .values import js_type_text, type_cmp
+from .resume import decode_slot, encode_slot, value_tag, TAG_PTR_STEP, TAG_UNDEF
 
 I1 = ir.IntType(1)
 I8 = ir.IntType(8)
@@ -65,6 +70,11 @@ VOID = ir.VoidType()
 PTR = ir.PointerType()                       # opaque machine pointer
 POINTER = ir.LiteralStructType([I64, I64])   # a Bril pointer: {region id, offset}
 REGION = ir.LiteralStructType([PTR, I64])    # brilrt's region entry: {data, length}
+# A value of the dynamic extension's type `any`: {tag, value, pointer offset}
+# (`bril.resume.value_tag`); also the cell of a ptr<any> region.
+TAGGED = ir.LiteralStructType([I64, I64, I64])
+UNDEF_TAGGED = ir.Constant(TAGGED, [ir.Constant(I64, TAG_UNDEF), ir.Constant(I64, 0),
+                                    ir.Constant(I64, 0)])
 
 SCALARS = {"int": I64, "bool": I1, "float": F64, "char": I32}
 # The interpreter's limit on nested calls (bril.interp.MAX_CALL_DEPTH; brilrt.c too).
@@ -82,13 +92,13 @@ class Unsupported(BrilError):
 # --- types -----------------------------------------------------------------------------
 
 def type_key(typ):
-    """A hashable Bril type: 'int' | 'bool' | 'float' | 'char' | ('ptr', key); None if
-    the type is not one of those (`any`, unknown names, malformed)."""
+    """A hashable Bril type: 'int' | 'bool' | 'float' | 'char' | 'any' | ('ptr', key);
+    None if the type is not one of those (unknown names, malformed)."""
     depth = 0
     while isinstance(typ, dict) and set(typ) == {"ptr"}:
         typ = typ["ptr"]
         depth += 1
-    if not isinstance(typ, str) or typ not in SCALARS:
+    if not isinstance(typ, str) or (typ not in SCALARS and typ != "any"):
         return None
     key = typ
     for _ in range(depth):
@@ -111,11 +121,13 @@ def type_text(key):
 
 
 def kind(key):
-    """'int', 'bool', 'float', 'char' or 'ptr'."""
+    """'int', 'bool', 'float', 'char', 'any' or 'ptr'."""
     return key if isinstance(key, str) else "ptr"
 
 
 def llvm_type(key):
+    if key == "any":
+        return TAGGED
     return SCALARS[key] if isinstance(key, str) else POINTER
 
 
@@ -128,7 +140,18 @@ def cell_type(key):
 
 
 def cell_size(key):
-    return {"bool": 1, "char": 4}.get(key, 16 if kind(key) == "ptr" else 8)
+    return {"bool": 1, "char": 4, "any": 24}.get(key, 16 if kind(key) == "ptr" else 8)
+
+
+def tag_value(bld, v, key):
+    """IR: the `any` value holding v, a value of type key."""
+    if key == "any":
+        return v
+    t = ir.Constant(TAGGED, [const_int(value_tag(key)), const_int(0), const_int(0)])
+    if kind(key) == "ptr":
+        t = bld.insert_value(t, bld.extract_value(v, 0), 1)
+        return bld.insert_value(t, bld.extract_value(v, 1), 2)
+    return bld.insert_value(t, encode_slot(bld, key, v), 1)
 
 
 # --- the run-time library --------------------------------------------------------------
@@ -284,9 +307,10 @@ def _lower_const(cx, instr):
         cx.unset(instr.get("dest"))
         return None
     have = {bool: "bool", int: "int", float: "float", str: "char"}[type(value)]
-    if have != key:
+    if have != key and key != "any":            # (an `any` variable: tagged by lower_instr)
         raise Unsupported(f"`const` of a {have} value into a {type_text(key)} variable",
                           cx.func_name)
+    key = have
     if key == "float":
         return ir.Constant(F64, value)
     if key == "int":
@@ -315,7 +339,9 @@ def _lower_print(cx, instr):
     for i, (name, v) in enumerate(zip(names, values)):
         end = ir.Constant(I32, ord("\n") if i == len(values) - 1 else ord(" "))
         k = kind(cx.var_type(name))
-        if k == "bool":
+        if k == "any":
+            cx.print_any(v, end)
+        elif k == "bool":
             bld.call(rt.fn("brt_print_bool"), [bld.zext(v, I32), end])
         elif k == "ptr":
             bld.call(rt.fn("brt_print_ptr"), [end])
@@ -340,7 +366,7 @@ def _lower_free(cx, instr, p):
 
 
 def _lower_load(cx, instr, p):
-    elem = cx.var_type(instr["args"][0])[1]
+    elem = cx.arg_keys[0][1]
     cell, _ = cx.heap_cell(p, elem, check_init=instr["args"][0])
     v = cx.b.load(cell, typ=cell_type(elem))
     v.set_metadata("tbaa", cx.rt.tbaa("cell"))
@@ -348,7 +374,7 @@ def _lower_load(cx, instr, p):
 
 
 def _lower_store(cx, instr, p, v):
-    elem = cx.var_type(instr["args"][0])[1]
+    elem = cx.arg_keys[0][1]
     cell, flag = cx.heap_cell(p, elem)
     cx.b.store(cx.to_cell(v, elem), cell).set_metadata("tbaa", cx.rt.tbaa("cell"))
     cx.b.store(ir.Constant(I8, 1), flag).set_metadata("tbaa", cx.rt.tbaa("flag"))
@@ -572,6 +598,12 @@ class Lowering:
         if op in ("and", "or") and len(instr.get("args") or []) == 2:
             self._lower_short_circuit(instr, op)
             return
+        args = instr.get("args") or []
+        if (op in ("load", "store", "ptradd") and info.args is not None
+                and len(args) == len(info.args) and self.var_type(args[0]) == "any"
+                and self.pointer_type(args[0], op) is None):
+            self.lower_through_any(instr, op)
+            return
         if op == "const" or info.args is None:
             values, arg_types = (), ()
         else:
@@ -585,21 +617,40 @@ class Lowering:
                 if v is None:
                     return
                 have = self.var_type(name)
+                if have == "any" and want != "T":
+                    # An `any` value where a kind is wanted: the interpreter's operand
+                    # check, at run time.
+                    have = want if want != "ptr" else self.pointer_type(name, op)
+                    v = self.untag(v, have, operand_message(op, i, want), exact=op != "free")
                 message = self._operand_error(instr, i, want, have, arg_types)
                 if message is not None:
                     self.fail(message)
                     return
-                if op != "id":
+                elem = arg_types[0][1] if op == "store" and i == 1 else None
+                if elem == "any":       # a ptr<any> cell holds undef too
+                    v, have = self.tag_maybe_undef(v, have, self.undef_bit(name)), "any"
+                elif op != "id":
                     self.not_undef(name, lambda: self._undef_message(instr, i, want,
                                                                      arg_types))
+                if op == "store" and i == 1:
+                    if elem == "any" or have == "any":
+                        # A ptr<any> cell holds the value tagged; an `any` value stored
+                        # into a typed region must be of its kind.
+                        v = self.convert(v, have, elem, M.text(
+                            M.STORE_KIND, type=js_type_text(_json_type(elem))))
+                        have = elem
                 values.append(v)
                 arg_types.append(have)
+        self.arg_keys = arg_types
         dest = instr.get("dest")
         keep = info.is_value and op != "call" and isinstance(dest, str)
+        tag = None
         if keep:
             made = produced_type(instr, arg_types)
             declared = self.var_type(dest)
-            if made != declared:
+            if declared == "any" and made is not None:
+                tag = made              # an `any` variable holds the value tagged
+            elif made != declared:
                 raise Unsupported(
                     f"ill-typed `{op}`: it gives {dest} (type "
                     f"{type_text(declared) if declared else '?'}) a value of type "
@@ -607,6 +658,8 @@ class Lowering:
                     self.func_name)
         result = LOWER[op](self, instr, *values)
         if keep and result is not None:
+            if tag is not None:
+                result = self.tag(result, tag)
             self.write(dest, result, self.undef_bit(instr["args"][0]) if op == "id" else None)
 
     def _lower_short_circuit(self, instr, op):
@@ -617,7 +670,10 @@ class Lowering:
         a = self.read(instr, 0)
         if a is None:
             return
-        message = self._operand_error(instr, 0, "bool", self.var_type(name0), [])
+        have = self.var_type(name0)
+        if have == "any":
+            a, have = self.untag(a, "bool", operand_message(op, 0, "bool")), "bool"
+        message = self._operand_error(instr, 0, "bool", have, [])
         if message is not None:
             self.fail(message)
             return
@@ -631,7 +687,10 @@ class Lowering:
         result = a
         b = self.read(instr, 1)
         if b is not None:
-            message = self._operand_error(instr, 1, "bool", self.var_type(name1), ["bool"])
+            have = self.var_type(name1)
+            if have == "any":
+                b, have = self.untag(b, "bool", operand_message(op, 1, "bool")), "bool"
+            message = self._operand_error(instr, 1, "bool", have, ["bool"])
             if message is not None:
                 self.fail(message)
             else:
@@ -647,7 +706,9 @@ class Lowering:
         dest = instr.get("dest")
         if isinstance(dest, str):
             declared = self.var_type(dest)
-            if declared != "bool":
+            if declared == "any":
+                value = self.tag(value, "bool")
+            elif declared != "bool":
                 raise Unsupported(
                     f"ill-typed `{op}`: it gives {dest} (type "
                     f"{type_text(declared) if declared else '?'}) a value of type bool",
@@ -661,6 +722,8 @@ class Lowering:
             if op != "store":
                 return None          # `id`: any type
             elem = earlier[0][1]
+            if elem == "any" or have == "any":
+                return None          # checked at run time (`convert`)
             if kind(have) != kind(elem):
                 return M.text(M.STORE_KIND, type=js_type_text(_json_type(elem)))
             if have != elem:
@@ -671,6 +734,143 @@ class Lowering:
             return None
         return operand_message(op, i, want)
 
+
+    # --- `any` values (the dynamic extension) ------------------------------------------------
+
+    def pointer_type(self, name, op):
+        """The pointer type an `any` variable used as op's pointer must have: its declared
+        one (the cells' layout depends on it); None for a variable declared `any`
+        (`lower_through_any`)."""
+        raise NotImplementedError
+
+    def lower_through_any(self, instr, op):
+        """load, store or ptradd through a pointer in a variable declared `any`: its
+        type, hence its cells' layout, is known at run time only, from its tag (one
+        case per pointer type of the program)."""
+        bld = self.b
+        args = instr["args"]
+        p = self.read(instr, 0)
+        if p is None:
+            return
+        tag = bld.extract_value(p, 0)
+        self.check(bld.icmp_unsigned(">", tag, const_int(TAG_PTR_STEP)),
+                   lambda: self.raise_error(operand_message(op, 0, "ptr")))
+        v = None
+        if op != "load":
+            v = self.read(instr, 1)
+            if v is None:
+                return
+            have = self.var_type(args[1])
+        dest = instr.get("dest") if op != "store" else None
+        if op == "ptradd":
+            if have == "any":
+                v = self.untag(v, "int", operand_message(op, 1, "int"))
+            elif have != "int":
+                self.fail(operand_message(op, 1, "int"))
+                return
+            else:
+                self.not_undef(args[1], lambda: operand_message(op, 1, "int"))
+            result = bld.insert_value(p, bld.add(bld.extract_value(p, 2), v), 2)
+            if isinstance(dest, str):
+                self.write(dest, self.convert(result, "any", self.var_type(dest),
+                                              operand_message(op, 0, "ptr")))
+            return
+        done = self.new_block(f"{op}.done")
+        other = self.new_block(f"{op}.other")
+        switch = bld.switch(tag, other)
+        loaded = []
+        for key in self.program.pointer_types():
+            blk = self.new_block(f"{op}.{type_text(key)}")
+            switch.add_case(const_int(value_tag(key)), blk)
+            bld.position_at_end(blk)
+            ptr = decode_slot(bld, key, bld.extract_value(p, 1), lambda: bld.extract_value(p, 2))
+            elem = key[1]
+            self.arg_keys = [key, elem]
+            if op == "load":
+                value = _lower_load(self, instr, ptr)
+                loaded.append((self.tag(value, elem), bld.block))
+            else:
+                if elem == "any":
+                    x = self.tag_maybe_undef(v, have, self.undef_bit(args[1]))
+                elif have == "any":
+                    x = self.untag(v, elem, M.text(M.STORE_KIND,
+                                                   type=js_type_text(_json_type(elem))))
+                elif kind(have) != kind(elem):
+                    self.raise_error(M.text(M.STORE_KIND, type=js_type_text(_json_type(elem))))
+                    continue
+                elif have != elem:
+                    self.raise_error(M.text(M.ANY_POINTER, type=type_text(("ptr", have))))
+                    continue
+                else:
+                    self.not_undef(args[1], lambda: self._undef_message(instr, 1, "T", [key]))
+                    x = v
+                _lower_store(self, instr, ptr, x)
+            bld.branch(done)
+        bld.position_at_end(other)      # (no pointer of another type exists)
+        self.raise_error(M.text(M.ANY_POINTER, type="pointer"))
+        bld.position_at_end(done)
+        if loaded and isinstance(dest, str):
+            value = bld.phi(TAGGED)
+            for x, blk in loaded:
+                value.add_incoming(x, blk)
+            self.write(dest, value)
+
+    def tag(self, v, key):
+        """The `any` value holding v, of type key."""
+        return tag_value(self.b, v, key)
+
+    def untag(self, v, key, message, exact=True):
+        """The value of type key that the `any` value v holds; the run-time error
+        `message` if it holds a value of another kind (the interpreter's check).
+        exact=False: any pointer will do for a pointer type key (`free`)."""
+        bld = self.b
+        tag = bld.extract_value(v, 0)
+        if kind(key) == "ptr" and not exact:
+            self.check(bld.icmp_unsigned(">", tag, const_int(TAG_PTR_STEP)),
+                       lambda: self.raise_error(message))
+        elif kind(key) == "ptr":
+            # (the interpreter compares kinds only: a pointer of another type is beyond
+            # native code, which lays cells out by the pointer's type)
+            is_ptr = bld.icmp_unsigned(">", tag, const_int(TAG_PTR_STEP))
+            self.check(is_ptr, lambda: self.raise_error(message))
+            self.check(bld.icmp_unsigned("==", tag, const_int(value_tag(key))),
+                       lambda: self.raise_error(M.text(M.ANY_POINTER, type=type_text(key))))
+        else:
+            self.check(bld.icmp_unsigned("==", tag, const_int(value_tag(key))),
+                       lambda: self.raise_error(message))
+        return decode_slot(bld, key, bld.extract_value(v, 1), lambda: bld.extract_value(v, 2))
+
+    def convert(self, v, have, want, message):
+        """v (of type have) as a value of type want, one of them `any` (message: the
+        error if an `any` value is not of want's kind)."""
+        if have == want:
+            return v
+        if want == "any":
+            return self.tag(v, have)
+        return self.untag(v, want, message)
+
+    def print_any(self, v, end):
+        """Print an `any` value as the type its tag says."""
+        bld, rt = self.b, self.rt
+        tag = bld.extract_value(v, 0)
+        raw = bld.extract_value(v, 1)
+        done = self.new_block("print.done")
+        pointer = self.new_block("print.ptr")
+        switch = bld.switch(tag, pointer)
+        for key in ("int", "bool", "float", "char"):
+            blk = self.new_block("print." + key)
+            switch.add_case(const_int(value_tag(key)), blk)
+            bld.position_at_end(blk)
+            x = decode_slot(bld, key, raw, None)
+            if key == "bool":
+                bld.call(rt.fn("brt_print_bool"), [bld.zext(x, I32), end])
+            else:
+                bld.call(rt.fn(_PRINTERS[key]), [x, end])
+            bld.branch(done)
+        bld.position_at_end(pointer)
+        bld.call(rt.fn("brt_print_ptr"), [end])
+        bld.branch(done)
+        bld.position_at_end(done)
 
     def _undef_message(self, instr, i, want, earlier):
         """The run-time message of operand i of instr holding ssa2's undefined value."""
@@ -691,9 +891,23 @@ class Lowering:
 
     def not_undef(self, name, message):
         """Fail with message() at run time if variable `name` holds the undefined value."""
-        bit = self.undef_bit(name)
+        if self.var_type(name) == "any":
+            bit = self.b.icmp_unsigned("==", self.var_tag(name), const_int(TAG_UNDEF))
+        else:
+            bit = self.undef_bit(name)
         if bit is not None:
             self.check(self.b.not_(bit), lambda: self.raise_error(message()))
+
+    def var_tag(self, name):
+        """The tag of a variable held tagged (i64)."""
+        raise NotImplementedError
+
+    def tag_maybe_undef(self, v, key, bit):
+        """The `any` value of v (type key), or undef's if the i1 `bit` (None: 0) is set."""
+        v = self.tag(v, key)
+        if bit is None:
+            return v
+        return self.b.select(bit, UNDEF_TAGGED, v)
 
     def lower_ssa2(self, instr, op):
         args = instr.get("args") or []
@@ -704,7 +918,9 @@ class Lowering:
                 return
             v = self.read(instr, 1)
             if v is not None:
-                self.write(("shadow", args[0]), v, self.undef_bit(args[1]))
+                shadow = ("shadow", args[0])
+                v = self.convert(v, self.var_type(args[1]), self.var_type(shadow), None)
+                self.write(shadow, v, self.undef_bit(args[1]))
             return
         if args:
             self.fail(argcount_message(op, 0, len(args)))
@@ -714,6 +930,9 @@ class Lowering:
                 self.fail(M.text(M.NO_SET, name="undefined"))
             return
         if op == "undef":
+            if self.var_type(dest) == "any":
+                self.write(dest, UNDEF_TAGGED)
+                return
             self.write(dest, ir.Constant(llvm_type(self.var_type(dest)), None),
                        ir.Constant(I1, 1))
             return
@@ -748,13 +967,14 @@ class LoweredFunction:
     """What lowering a function needs to know before its body: variable types,
     blocks, definedness, its LLVM signature."""
 
-    def __init__(self, index, func, module, count, symbol=None):
+    def __init__(self, index, func, module, count, symbol=None, main=False):
         self.index = index
         self.func = func
         self.name = func.get("name", "")
         self.blocks = build_blocks(func)
         self.types = tc.infer(func, self.blocks)
-        self.var_types = self._variable_types()
+        self.declared = self._variable_types()
+        self.var_types = self._dynamic(self.declared)
         self.params = [p.get("name") for p in func.get("args") or []]
         self.ret_type = None
         if func.get("type") is not None:
@@ -764,10 +984,24 @@ class LoweredFunction:
             for name, unbound in zip(instr.get("args") or [],
                                      self.types.arg_unbound.get(id(instr), ()))
             if unbound}
-        self.shadow_types, self.maybe_undef = self._ssa2()
+        self.shadow_types, maybe_undef = self._ssa2()
+        # (a variable held tagged holds undef as its tag, TAG_UNDEF: no undef bit)
+        self.maybe_undef = {n for n in maybe_undef if self.type_of(n) != "any"}
+        # What the function returns: its declared type's values, or `any` values when
+        # it is declared so or may return a value of another type (a variable held
+        # tagged, a value of another type or maybe undef, a value from a function
+        # declared without one: tag 0 is "no value").  `ret` checks nothing: the
+        # interpreter's caller checks what it gets.
+        self.ret_repr = self.ret_type
+        if not main and self.ret_type != "any" and any(
+                instr.get("op") == "ret" and len(instr.get("args") or []) == 1
+                and (self.var_types.get(instr["args"][0]) not in (self.ret_type, None)
+                     or instr["args"][0] in self.maybe_undef)
+                for b in self.blocks for instr in b.instrs):
+            self.ret_repr = "any"
         self.has_spec = self.types.has_spec
         self.count = count
-        ret = llvm_type(self.ret_type) if self.ret_type is not None else VOID
+        ret = llvm_type(self.ret_repr) if self.ret_repr is not None else VOID
         params = [llvm_type(self.var_types[p]) for p in self.params]
         # `symbol`: an externally visible name (the JIT shares compiled functions
         # between the modules of one run); otherwise internal to the module.
@@ -816,7 +1050,9 @@ class LoweredFunction:
                     continue
                 flows.setdefault(src, []).append(dst)
                 old = shadows.setdefault(what, key)
-                if old != key:
+                if "any" in (old, key):
+                    shadows[what] = "any"       # `set` tags a typed value
+                elif old != key:
                     raise Unsupported(f"shadow variable {what} with two types, "
                                       f"{type_text(old)} and {type_text(key)}", self.name)
         seen = set(undef)
@@ -826,6 +1062,35 @@ class LoweredFunction:
                     seen.add(n)
                     undef.append(n)
         return shadows, seen
+
+    def _dynamic(self, declared):
+        """The variables' types in native code: the declared ones, except `any` for the
+        variables whose value may be of another type than declared -- those of type
+        `any`, and those assigned from one as is (`id`, a ptr<any>'s `load`, ssa2's
+        `set`/`get`), which the interpreter does not check."""
+        flows = {}
+        dynamic = [n for n, key in declared.items() if key == "any"]
+        for b in self.blocks:
+            for instr in b.instrs:
+                op, dest, args = instr.get("op"), instr.get("dest"), instr.get("args") or []
+                if op == "set" and len(args) == 2:
+                    flows.setdefault(args[1], []).append(("shadow", args[0]))
+                elif not isinstance(dest, str):
+                    continue
+                elif op == "id" and len(args) == 1:
+                    flows.setdefault(args[0], []).append(dest)
+                elif op == "get":
+                    flows.setdefault(("shadow", dest), []).append(dest)
+                elif op == "load" and len(args) == 1 and declared.get(args[0]) in (
+                        ("ptr", "any"), "any"):
+                    dynamic.append(dest)
+        seen = set(dynamic)
+        while dynamic:
+            for n in flows.get(dynamic.pop(), ()):
+                if n not in seen:
+                    seen.add(n)
+                    dynamic.append(n)
+        return {n: "any" if n in seen else key for n, key in declared.items()}
 
     def _variable_types(self):
         types = {}
@@ -943,6 +1208,13 @@ class FunctionLowering(Lowering):
     def var_type(self, name):
         return self.info.type_of(name)
 
+    def pointer_type(self, name, op):
+        key = self.info.declared.get(name)
+        if kind(key) == "ptr":
+            return key
+        # (`free` needs no layout; a ptr<int> stands for any pointer type there)
+        return ("ptr", "int") if op == "free" else None
+
     def read_var(self, name, instr, i):
         slot = self.slots.get(name)
         if slot is None:
@@ -958,6 +1230,8 @@ class FunctionLowering(Lowering):
 
     def write(self, name, value, undef=None):
         """Assign a variable (or shadow); `undef`: its new undef bit (i1), if not 0."""
+        if undef is not None and self.var_type(name) == "any":
+            value = self.b.select(undef, UNDEF_TAGGED, value)
         self.b.store(value, self.slots[name])
         if name in self.flags:
             self.b.store(ir.Constant(I1, 1), self.flags[name])
@@ -968,6 +1242,9 @@ class FunctionLowering(Lowering):
     def undef_bit(self, name):
         bit = self.undefs.get(name)
         return None if bit is None else self.b.load(bit, typ=I1)
+
+    def var_tag(self, name):
+        return self.b.extract_value(self.b.load(self.slots[name], typ=TAGGED), 0)
 
     def read_shadow(self, name):
         key = ("shadow", name)
@@ -1048,10 +1325,10 @@ class FunctionLowering(Lowering):
     def emit_return(self, value):
         self.flush_count()
         self.b.store(self.depth, self.rt.glob("brt_depth"))
-        if self.info.ret_type is None:
+        if self.info.ret_repr is None:
             self.b.ret_void()
-        elif value is None:
-            self.b.ret(ir.Constant(llvm_type(self.info.ret_type), ir.Undefined))
+        elif value is None:         # (an `any` result: tag 0, no value)
+            self.b.ret(ir.Constant(llvm_type(self.info.ret_repr), None))
         else:
             self.b.ret(value)
 
@@ -1081,13 +1358,10 @@ class FunctionLowering(Lowering):
             return None
         info = self.info
         have = self.var_type(args[0])
-        if self.undef_bit(args[0]) is not None and not self.program.is_main(info):
-            # Which error the undefined value causes depends on the caller.
-            raise Unsupported(f"`ret {args[0]}` of a value that may be undef", info.name)
-        if info.ret_type is None:
-            if not self.program.is_main(info):
-                raise Unsupported(f"`ret {args[0]}` in a function without a return type",
-                                  info.name)
+        if info.ret_repr == "any":
+            # (which error an undefined value causes depends on the caller)
+            value = self.tag_maybe_undef(value, have, self.undef_bit(args[0]))
+        elif info.ret_type is None:
             value = None                        # @main's value is dropped
         elif have != info.ret_type:
             raise Unsupported(f"`ret {args[0]}` (type {type_text(have)}) in a function "
@@ -1115,38 +1389,61 @@ class FunctionLowering(Lowering):
             v = self.read(instr, i)
             if v is None:
                 return None
-            have, want = self.var_type(name), callee.var_types[param]
-            if kind(have) != kind(want):
-                self.fail(M.ARGUMENT_MISMATCH)
-                return None
-            self.not_undef(name, lambda: M.ARGUMENT_MISMATCH)
-            if have != want:
-                raise Unsupported(f"passing a value of type {type_text(have)} as a "
-                                  f"{type_text(want)} to @{callee.name}", self.info.name)
-            values.append(v)
+            have, want = self.var_type(name), callee.declared[param]
+            if want == "any":
+                v, have = self.tag_maybe_undef(v, have, self.undef_bit(name)), "any"
+            else:
+                if have == "any":       # the interpreter checks the argument's kind
+                    v, have = self.untag(v, want, M.ARGUMENT_MISMATCH), want
+                if kind(have) != kind(want):
+                    self.fail(M.ARGUMENT_MISMATCH)
+                    return None
+                self.not_undef(name, lambda: M.ARGUMENT_MISMATCH)
+                if have != want:
+                    raise Unsupported(f"passing a value of type {type_text(have)} as a "
+                                      f"{type_text(want)} to @{callee.name}", self.info.name)
+            # (a parameter held as an `any` value: tagged)
+            values.append(self.convert(v, have, callee.var_types[param], None))
         self.flush_count()
         result = bld.call(callee.llvm, values)
         dest = instr.get("dest")
         ftype = callee.ret_type
+        have = callee.ret_repr
+        if have == "any" and ftype is None:
+            # A function without a return type that may return a value anyway.
+            returned = bld.icmp_unsigned("!=", bld.extract_value(result, 0), const_int(0))
         if dest is None:
             if ftype is not None:
                 # A typed callee returned a value (it fails inside if it returns none).
                 self.fail(M.VALUE_WITHOUT_DEST)
+            elif have == "any":
+                self.check(bld.not_(returned), lambda: self.raise_error(M.VALUE_WITHOUT_DEST))
             return None
         if "type" not in instr:
             self.fail(M.UNTYPED_DEST)
             return None
-        itype = self.var_type(dest)
+        itype = self.info.declared.get(dest)
         if ftype is None:
-            self.fail(nonvoid_message(None))
+            if have == "any":
+                self.check(returned, lambda: self.raise_error(nonvoid_message(None)))
+                if itype != "any":
+                    self.untag(result, itype, M.RESULT_MISMATCH)
+                self.fail(M.VOID_IN_VALUE_CALL)
+            else:
+                self.fail(nonvoid_message(None))
             return None
-        if kind(itype) != kind(ftype):
+        if have == "any" and itype != "any":    # the interpreter checks the result's kind
+            result, have = self.untag(result, itype, M.RESULT_MISMATCH), itype
+        if itype != "any" and kind(itype) != kind(have):
             self.fail(M.RESULT_MISMATCH)
             return None
         if not type_cmp(_json_type(itype), _json_type(ftype)):
             self.fail(M.DECLARATION_MISMATCH)
             return None
-        self.write(dest, result)
+        if self.var_type(dest) != "any" and have != itype:
+            raise Unsupported(f"a call of @{callee.name} (type {type_text(have)}) into "
+                              f"{dest} (type {type_text(itype)})", self.info.name)
+        self.write(dest, self.convert(result, have, self.var_type(dest), None))
         return None
 
     # --- speculation: a stack of snapshots in dynamic allocas -----------------------------
@@ -1208,18 +1505,35 @@ class ProgramLowering:
         self.infos = {}
         self.declared = []                      # indexes of self.infos, in declaration order
         self.main_index = linked.main_index()
+        self._pointer_types = None
 
     def info(self, index):
         info = self.infos.get(index)
         if info is None:
             info = self.infos[index] = LoweredFunction(index, self.linked.functions[index],
-                                                    self.module, self.count)
+                                                    self.module, self.count,
+                                                    main=index == self.main_index)
             self.declared.append(index)
         return info
 
     def resolve(self, caller_index, name):
         r = self.linked.resolve_call(caller_index, name)
         return r if isinstance(r, str) else self.info(r)
+
+    def pointer_types(self):
+        """Every pointer type of the program (what a pointer's tag can say), sorted."""
+        if self._pointer_types is None:
+            found = set()
+            for f in self.linked.functions:
+                types = [f.get("type")] + [a.get("type") for a in f.get("args") or []]
+                types += [i.get("type") for i in f.get("instrs") or []]
+                for typ in types:
+                    key = type_key(typ)
+                    while key is not None and kind(key) == "ptr":
+                        found.add(key)
+                        key = key[1]
+            self._pointer_types = sorted(found, key=type_text)
+        return self._pointer_types
 
     def is_main(self, info):
         return info.index == self.main_index
@@ -1246,12 +1560,13 @@ class ProgramLowering:
         bld.call(rt.fn("brt_check_arity"), [const_int(len(main.params)), argc])
         values = []
         for i, name in enumerate(main.params):
-            key = main.var_types[name]
+            key = main.declared[name]
             text = bld.load(bld.gep(argv, [const_int(i)], source_etype=PTR), typ=PTR)
-            if kind(key) == "ptr":
+            if kind(key) in ("ptr", "any"):
                 raise Unsupported(f"a {type_text(key)} parameter of @main", main.name)
             v = bld.call(rt.fn(f"brt_arg_{key}"), [text])
-            values.append(bld.trunc(v, I1) if key == "bool" else v)
+            v = bld.trunc(v, I1) if key == "bool" else v
+            values.append(tag_value(bld, v, key) if main.var_types[name] == "any" else v)
         bld.call(main.llvm, values)
         bld.ret_void()
         counts = ir.GlobalVariable(self.module, I8, "bril_counts")

@@ -62,6 +62,9 @@ UNINITIALIZED = "Pointer {name} points to uninitialized data"
 STORE_KIND = "store argument 1 must be a {type}"
 LEAK = "Some memory locations have not been freed by end of execution."
 OUT_OF_MEMORY = "out of memory"
+# Native code only: a pointer held as an `any` value is used where a pointer of another
+# type is expected (its cells' layout is that of its own type; the interpreter goes on).
+ANY_POINTER = "native code does not support using a pointer of another type as a {type}"
 
 # --- @main's arguments -----------------------------------------------------------------
 

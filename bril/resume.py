@@ -9,17 +9,100 @@ part).  One module writes and reads that layout, on both sides:
   three slots a variable -- a definedness flag (0/1; 2: ssa2's undefined
   value, for variables that may hold it), its value (int as is,
   bool 0/1, float bit-cast, char its code point, a pointer's region id) and a
-  pointer's offset -- then, after them, the block to start at;
+  pointer's offset -- then, after them, the block to start at.  A variable native
+  code holds as an `any` value has its tag in the first slot instead of the flag
+  (0: unset; tags are never 0);
 - `marshal_source`: the Python side, `_in(locals, S, D)` (frame -> slots; False
   if a value is not of its declared kind) and `_out(S, D)` (slots -> the locals
   native code assigned);
 - `decode_slot` / `encode_slot`: the native side, as LLVM IR (for
   `bril.jit_lower`; llvmlite is imported there only).
 Functions called natively whole take their arguments in the same encoding,
-two slots a value (value, pointer offset), and return their result in slots 0-1.
+three slots a value (an `any` value's tag, value, pointer offset), and return
+their result in slots 0-2.
 """
 
 from .pynames import shadow_name, var_name
+from .values import UNDEF
+
+# --- `any` values: a tag saying a value's type, beside its encoding ------------------------
+#
+# Native code holds a value of the dynamic extension's type `any` as {tag, value, pointer
+# offset}: the value and offset encoded as in a slot (below), the tag its type: a scalar's
+# code, or a pointer's, its element's code plus 8 per `ptr<...>` (ptr<any> is 13), so
+# every module and the interpreter's side agree without a table.  0 is no value.
+
+TAG_BASES = {"int": 1, "bool": 2, "float": 3, "char": 4, "any": 5}
+TAG_PTR_STEP = 8
+# ssa2's undefined value, which a ptr<any> cell can hold (the interpreter stores it).
+TAG_UNDEF = 6
+
+
+def value_tag(key):
+    """The tag of a value of type key ('int', ('ptr', key)...; not 'any' itself)."""
+    depth = 0
+    while not isinstance(key, str):
+        key = key[1]
+        depth += 1
+    return TAG_BASES[key] + TAG_PTR_STEP * depth
+
+
+def tag_type(tag):
+    """The type key a tag stands for (value_tag's inverse)."""
+    depth, base = divmod(tag, TAG_PTR_STEP)
+    key = next(k for k, b in TAG_BASES.items() if b == base)
+    for _ in range(depth):
+        key = ("ptr", key)
+    return key
+
+
+_PY_TAGS = {int: 1, bool: 2, float: 3, str: 4}
+
+
+def python_tag(v):
+    """The tag of an interpreter value (a pointer's from its region's element type)."""
+    tag = _PY_TAGS.get(type(v))
+    if tag is not None:
+        return tag
+    if type(v) is tuple:
+        elem, depth = v[2].elem, 1
+        while isinstance(elem, dict):
+            elem, depth = elem["ptr"], depth + 1
+        return TAG_BASES[elem] + TAG_PTR_STEP * depth
+    return TAG_UNDEF
+
+
+def put_tagged(v, S, D, i, to_pair):
+    """Store interpreter value v as an `any` value at S[i] (tag), S[i + 1] (value),
+    S[i + 2] (pointer offset); D is S's memory as doubles."""
+    tag = S[i] = python_tag(v)
+    if tag == 3:
+        D[i + 1] = v
+    elif tag == 4:
+        S[i + 1] = ord(v)
+    elif tag > TAG_PTR_STEP:
+        S[i + 1], S[i + 2] = to_pair(v)
+    elif tag != TAG_UNDEF:
+        S[i + 1] = v
+
+
+def get_tagged(S, D, i, from_pair, undef):
+    """The interpreter value of the `any` value at S[i..i + 2] (put_tagged's inverse;
+    tag 0, a function's result that is no value: None)."""
+    tag = S[i]
+    if tag == 0:
+        return None
+    if tag == 1:
+        return S[i + 1]
+    if tag == 2:
+        return S[i + 1] != 0
+    if tag == 3:
+        return D[i + 1]
+    if tag == 4:
+        return chr(S[i + 1])
+    if tag == TAG_UNDEF:
+        return undef
+    return from_pair(S[i + 1], S[i + 2], json_type(tag_type(tag)[1]))
 
 
 class Slots:
@@ -73,6 +156,9 @@ def marshal_source(slots, heap_names):
             lines.append("    elif v is _U:")
             lines.append(f"        S[{i}] = 2")
         lines.append("    else:")
+        if key == "any":
+            lines.append(f"        _put(v, S, D, {i}, _to_pair)")
+            continue
         test, store = {
             "int": ("int", f"S[{i + 1}] = v"),
             "bool": ("bool", f"S[{i + 1}] = v"),
@@ -90,6 +176,9 @@ def marshal_source(slots, heap_names):
         key = slots.types[n]
         i = slots.index(n)
         py = local_name(n)
+        if key == "any":
+            lines.append(f"    if S[{i}]: r[{py!r}] = _get(S, D, {i}, _from_pair, _U)")
+            continue
         value = {
             "int": f"S[{i + 1}]",
             "bool": f"S[{i + 1}] != 0",
@@ -108,7 +197,14 @@ def marshal_source(slots, heap_names):
     return "\n".join(lines) + "\n"
 
 
-# --- whole functions called natively (two slots a value) -------------------------------
+def needs_heap(key, allocates):
+    """Whether values of type key may be pointers (native code then needs the shared
+    heap): pointer types, and `any` in a program that allocates (`allocates`: no
+    pointer exists before an `alloc`)."""
+    return (key == "any" and allocates) or not isinstance(key, str)
+
+
+# --- whole functions called natively (three slots a value) -----------------------------
 
 _PY_TYPE = {"int": int, "bool": bool, "float": float, "char": str, "ptr": tuple}
 
@@ -117,32 +213,38 @@ def encode_arguments(types, args, S, D, to_pair):
     """Put a call's arguments into the slots (S: as ints, D: the same memory as
     doubles); False if a value is not of its parameter's type."""
     for i, (key, v) in enumerate(zip(types, args)):
+        j = 3 * i + 1
+        if key == "any":
+            put_tagged(v, S, D, j - 1, to_pair)
+            continue
         if type(v) is not _PY_TYPE[key if isinstance(key, str) else "ptr"]:
             return False
         if key == "float":
-            D[2 * i] = v
+            D[j] = v
         elif key == "char":
-            S[2 * i] = ord(v)
+            S[j] = ord(v)
         elif isinstance(key, str):
-            S[2 * i] = v
+            S[j] = v
         else:
-            S[2 * i], S[2 * i + 1] = to_pair(v)
+            S[j], S[j + 1] = to_pair(v)
     return True
 
 
 def decode_result(key, S, D, from_pair):
-    """A call's result from slots 0-1 (None for a function without one)."""
+    """A call's result from slots 0-2 (None for a function without one)."""
     if key is None:
         return None
+    if key == "any":
+        return get_tagged(S, D, 0, from_pair, UNDEF)
     if key == "int":
-        return S[0]
+        return S[1]
     if key == "bool":
-        return S[0] != 0
+        return S[1] != 0
     if key == "float":
-        return D[0]
+        return D[1]
     if key == "char":
-        return chr(S[0])
-    return from_pair(S[0], S[1], json_type(key[1]))
+        return chr(S[1])
+    return from_pair(S[1], S[2], json_type(key[1]))
 
 
 # --- the native side --------------------------------------------------------------------
@@ -162,6 +264,16 @@ def decode_slot(bld, key, raw, second):
         return bld.trunc(raw, I32)
     p = bld.insert_value(ir.Constant(POINTER, ir.Undefined), raw, 0)
     return bld.insert_value(p, second(), 1)
+
+
+def decode_tagged(bld, load):
+    """IR: the `any` value in three slots, `load(j)` giving slot j (tag, value, offset)."""
+    from llvmlite import ir
+    from .llvm_lower import TAGGED
+    v = ir.Constant(TAGGED, ir.Undefined)
+    for j in range(3):
+        v = bld.insert_value(v, load(j), j)
+    return v
 
 
 def encode_slot(bld, key, v):

@@ -2,7 +2,8 @@
 
 Programs are generated as structured code (blocks, ifs, counted loops,
 two-entry loops, speculation regions, memory regions, calls, values sent
-through ssa2 shadow variables with `set`/`get`) and lowered
+through ssa2 shadow variables with `set`/`get` and through `any` variables and
+ptr<any> cells) and lowered
 straight to Bril instructions, so every program terminates by construction:
 
 * loops count a read-only counter up to a constant trip count (some also stop
@@ -125,6 +126,7 @@ class Limits:
     # error like the reference does.
     maybe_undefined: bool = False
     ssa2: bool = True           # shadow variables (set/get; undef with maybe_undefined)
+    dynamic: bool = True        # `any` values (the dynamic extension), ptr<any> cells
 
 
 DEFAULT = Limits()
@@ -440,6 +442,8 @@ class _FunctionGen:
             kinds += ["nop", "labels"]
         if self.lim.ssa2 and d(st.integers(0, 11)) == 11:     # rare: keeps runs short
             kinds.append("shadow")
+        if self.lim.dynamic and d(st.integers(0, 7)) == 7:
+            kinds.append("dynamic")
         kind = self.pick(kinds)
         return getattr(self, "stmt_" + kind)()
 
@@ -475,6 +479,36 @@ class _FunctionGen:
             self.op(None, None, "set", [s, second])
             self.label(end_l)
         self.op(s, typ, "get")
+        return True
+
+    def stmt_dynamic(self):
+        """The dynamic extension: a value through an `any` variable (sometimes through a
+        ptr<any> cell), printed as `any`, used by an op of its type, or given back to
+        a variable of its type -- which then holds whatever the interpreter gives it,
+        unchecked."""
+        typ = self.pick(self.enabled_types())
+        a = self.fresh_var("any")
+        self.op(a, "any", "id", [self.operand(typ)])
+        how = self.draw(st.integers(0, 3))
+        if how == 0:
+            self.op(None, None, "print", [a, self.operand(typ)])
+        elif how == 3:
+            op, result, other = {"int": ("add", "int", "int"), "bool": ("not", "bool", None),
+                                 "float": ("fmul", "float", "float"),
+                                 "char": ("char2int", "int", None)}[typ]
+            args = [a] + ([self.operand(other)] if other else [])
+            if other and self.draw(st.booleans()):
+                args.reverse()
+            self.op(self.target(result), result, op, args)
+        elif how == 1 and self.lim.memory:
+            ptype = {"ptr": "any"}
+            p = self.fresh_var(ptype)
+            self.op(p, ptype, "alloc", [self.const("int", 1)])
+            self.op(None, None, "store", [p, a])
+            self.op(self.target(typ), typ, "load", [p])
+            self.op(None, None, "free", [p])
+        else:
+            self.op(self.target(typ), typ, "id", [a])
         return True
 
     def stmt_nop(self):

@@ -75,7 +75,8 @@ def test_turnt_env_passes_on_benchmarks(env):
 
 # The corpus's folders of the extensions native code took on last (expected
 # stdout only, no X.prof: the `-out` envs), under brilc and the JIT.
-CORPUS_TURNT_RUNS = {"aot-out": ["test/interp/ssa"], "jit-out": ["test/interp/ssa", "test/interp/dynamic"]}
+CORPUS_TURNT_RUNS = {"aot-out": ["test/interp/ssa", "test/interp/dynamic"],
+                     "jit-out": ["test/interp/ssa", "test/interp/dynamic"]}
 
 
 @pytest.mark.parametrize("env", CORPUS_TURNT_RUNS)

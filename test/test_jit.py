@@ -25,6 +25,7 @@ from bril.jit import Jit
 from bril.text import parse_program
 
 from corpus import BENCHMARKS, CONFORMANCE, args_of, bril_files, case_id
+from dynamic_programs import DYNAMIC_LOOP, DYNAMIC_LOOP_ERRORS, DYNAMIC_MODES, DYNAMIC_UNITS
 
 _ALT_RE = re.compile(r"^\s*#\s*ALT-ARGS:(.*)$", re.M)
 
@@ -331,7 +332,8 @@ def _text(prog):
 def test_programs_beyond_native_code_are_interpreted():
     text = """
 @main {
-  x: any = const 1;
+  x: int = const 1;
+  x: bool = const true;
   i: int = const 0; one: int = const 1; n: int = const 50;
 .h:
   c: bool = lt i n;
@@ -344,7 +346,7 @@ def test_programs_beyond_native_code_are_interpreted():
 }"""
     (_, _, _, jit), report = check(text, native=False)
     # Native code is tried where a loop gets hot, and given up with the reason.
-    assert report["regions"] and all(not r["compiled"] and "any" in r["dropped"]
+    assert report["regions"] and all(not r["compiled"] and "two types" in r["dropped"]
                                      for r in report["regions"])
 
 
@@ -666,3 +668,95 @@ def test_undef_values_cross_between_native_code_and_the_interpreter(bad):
     assert err == (None if bad == "-1" else "add argument 0 must be a int")
     if err is not None:         # raised by native code
         assert [r["error"] for r in report["regions"]] == [err]
+
+
+# --- any (the dynamic extension) in native code -----------------------------------------
+
+DYNAMIC_CORPUS = (bril_files("test", "interp", "dynamic")
+                  + bril_files("test", "interp-error", "dynamic-error"))
+
+
+@pytest.mark.parametrize("path", DYNAMIC_CORPUS, ids=case_id)
+def test_dynamic_corpus_programs_with_everything_hot(path):
+    prog = parse_program(path.read_text())
+    args = args_of(path)
+    got = run_jit(prog, args, hot=1, hot_calls=1)
+    assert got[:3] == run_plain(prog, args)
+    err = path.with_suffix(".err")
+    if err.exists():
+        assert f"error: {got[2]}" == err.read_text().strip()
+    if "dispatch" in path.name or "enum" in path.name:     # called twice: compiled whole
+        report = got[3].report()
+        assert [f["function"] for f in report["functions"] if f["compiled"]], report
+
+
+@pytest.mark.parametrize("mode", sorted(DYNAMIC_LOOP_ERRORS))
+def test_any_values_cross_between_native_code_and_the_interpreter(mode):
+    # `any` variables and ptr<any> cells go in and out of native loops (tags in the
+    # slots, tagged cells in the shared heap); each error is raised by native code.
+    (out, count, err, jit), report = check(DYNAMIC_LOOP, [str(mode), "20"], hot=1)
+    message = DYNAMIC_LOOP_ERRORS[mode]
+    assert err == message
+    compiled = [r for r in report["regions"] if r.get("compiled")]
+    assert {r["function"] for r in compiled} == {"fill", "main"}, report
+    if message is not None:
+        assert [r["error"] for r in compiled if r["error"]] == [message], report
+
+
+@pytest.mark.parametrize("name, mode", [(n, m) for n, (_, errors) in DYNAMIC_MODES.items()
+                                        for m in errors])
+def test_any_values_with_undef_and_pointers(name, mode):
+    src, errors = DYNAMIC_MODES[name]
+    prog = parse_program(src)
+    got = run_jit(prog, [str(mode)], hot=1, hot_calls=1)
+    assert got[:3] == run_plain(prog, [str(mode)])
+    assert got[2] == errors[mode]
+
+
+@pytest.mark.parametrize("name", sorted(DYNAMIC_UNITS))
+def test_any_values_at_the_edges(name):
+    # No loops: functions called once are compiled whole (hot_calls=1).
+    prog = parse_program(DYNAMIC_UNITS[name])
+    assert run_jit(prog, hot=1, hot_calls=1)[:3] == run_plain(prog)
+
+
+ANY_CALLS = """
+@next(x: any, k: int): any {
+  two: int = const 2;
+  r: int = div k two;
+  r: int = mul r two;
+  even: bool = eq r k;
+  br even .int .float;
+.int:
+  ret k;
+.float:
+  f: float = const 0.5;
+  ret f;
+}
+@main(n: int) {
+  i: int = const 0;
+  one: int = const 1;
+  v: any = const 0;
+.h:
+  c: bool = lt i n;
+  br c .b .d;
+.b:
+  v: any = call @next v i;
+  i: int = add i one;
+  jmp .h;
+.d:
+  print v;
+  w: any = call @next v n;
+  print w;
+}
+"""
+
+
+def test_functions_taking_and_returning_any_run_natively():
+    # Called from the interpreter (three slots a value: tag, value, offset) and from
+    # native code.
+    (out, count, err, jit), report = check(ANY_CALLS, ["41"], hot=1)
+    assert out == "40\n0.50000000000000000\n"
+    got = run_jit(parse_program(ANY_CALLS), ["40"], hot=1, hot_calls=1)
+    assert got[:3] == run_plain(parse_program(ANY_CALLS), ["40"])
+    assert [f["function"] for f in got[3].report()["functions"] if f["compiled"]] == ["next"]

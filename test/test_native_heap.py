@@ -72,7 +72,7 @@ def test_corpus_is_present():
 @pytest.mark.parametrize("path", MEMORY, ids=case_id)
 def test_conformance_program(path):
     if not _statically_typed(path):
-        pytest.skip("not statically typed (ptr<any>): outside the native heap")
+        pytest.skip("refused by the native lowering: outside the native heap")
     prog = load(path)
     expected = outcome(prog, args_of(path), False)
     assert outcome(prog, args_of(path), True) == expected
