@@ -542,9 +542,11 @@ def run(prog, argv=(), *, out=None, base_dir=None, lib_dirs=(), filename=None,
             cold.budget = promote_after
             if recorder is not None:
                 cold.record_to(recorder)
-            if jit is not None and promote_after is None:
-                # Under the JIT a function is generated (with its hot-loop counters)
-                # early enough that `--hot N` still means N visits, roughly.
+            if jit is not None and promote_after is None and jit.eager:
+                # With `--hot N` a function is generated (with its hot-loop counters)
+                # early enough that N still means N visits, roughly.  Otherwise the
+                # budget grows with the function's size, as without the JIT: a large
+                # function whose loops each run once must not pay for its analysis.
                 cold.budget = JIT_PROMOTE_PER_HOT * min(jit.hot, jit.hot_calls)
             names = [p["name"] for p in mfunc.get("args") or []]
             state = {n: v for n, v in zip(names, values) if v is not MISSING}

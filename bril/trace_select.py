@@ -201,7 +201,7 @@ def build_candidate(funcs, infos, stats, pattern, livecache, tag):
     exits = Exits(line.items, func, live.live_in, known, variable_types(func), implied)
     em = Emitter(header, tag, labels, live, temps, seq, inv, fresh, exits)
     em.exit_tests = {it.origin for it in line.items if it.instr["op"] == "guard"
-                     and exits.target(it) not in (None, *stats.body)}
+                     and _leaves(exits.target(it), stats.body)}
     # The first pass keeps its resumes (a failure there tries the next trace
     # of the chain); the loop part, which fails to the original code, exits.
     pre, guards = em.emit(seq, FAIL_LABEL, exits=False, tail=TAIL_PRE)
@@ -249,6 +249,11 @@ def build_candidate(funcs, infos, stats, pattern, livecache, tag):
                      exit_misses=em.misses, body_x=body_x, cost_pre_x=cost_pre_x,
                      first_exits=first_exits, fails=(fail_pre, fail_pre_x, fail_loop),
                      branch_origin=line.branch_origin, orig_at=line.orig_at)
+
+
+def _leaves(target, body):
+    """A guard's exit target outside the loop (None: it has none)."""
+    return target is not None and target not in body
 
 
 def _checked_invariants(seq, inv_vars):
