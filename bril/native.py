@@ -107,6 +107,10 @@ def optimize(module, level=2, tm=None, light=False):
 
 # Programs with more functions than this are optimised with bounded inlining.
 BOUNDED_FUNCTIONS = 64
+# ... and with more than this, with none: inlining thousands of small callees into
+# one caller makes LLVM's pipeline superlinear (24,000 functions called from @main:
+# 47 s at -O2, 2.7x the time of 12,000).  Only generated programs are this large.
+NOINLINE_FUNCTIONS = 4096
 
 # A program with loops nested deeper than this is compiled with a light pipeline
 # (`optimize(light=True)`) and the code generator's -O0: LLVM's loop passes and
@@ -130,9 +134,12 @@ def _bounded_inlining(ref):
     if len(internal) <= BOUNDED_FUNCTIONS:
         return []
     llvm = binding()
+    no_inlining = len(internal) > NOINLINE_FUNCTIONS
     for f in internal:
         f.linkage = llvm.Linkage.external
         f.visibility = llvm.Visibility.hidden
+        if no_inlining:
+            f.add_function_attribute("noinline")
     return [f.name for f in internal]
 
 
