@@ -445,14 +445,15 @@ class LoopBody:
         return f"LoopBody({self.header!r}, {self._size} blocks)"
 
 
-def natural_loops(cfg, dom=None):
+def natural_loops(cfg, dom=None, forest=None):
     """Natural loops, one per header (back edges to one header share a loop).
 
     Sorted innermost first (by body size), so passes can work inside out; ties
     in the order of the back edges (tails in layout order).  On a reducible graph
     the bodies come from the loop forest (near-linear in all), else each is
-    listed by a backward walk from its latches."""
-    forest = LoopForest(cfg)
+    listed by a backward walk from its latches.  `forest`: the CFG's LoopForest,
+    if the caller has one (else it is made)."""
+    forest = forest or LoopForest(cfg)
     if not forest.reducible:
         return _listed_loops(cfg, dom)
     # Preorder intervals of the loop tree: h's loop holds g's iff h's interval holds g's.

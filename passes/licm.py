@@ -114,8 +114,8 @@ def licm_cfg(cfg, func):
             dom = Dominance(cfg)
             if not is_reducible(cfg, dom):
                 return cfg
-            all_loops = natural_loops(cfg, dom)
             nest = LoopForest(cfg)
+            all_loops = natural_loops(cfg, dom, forest=nest)
             stale = False
         loops = [l for l in all_loops if l.header not in done]
         if not loops:
