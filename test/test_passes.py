@@ -189,6 +189,41 @@ def test_constprop_folds_branches_across_blocks():
     assert ("print", "x") not in got
 
 
+def test_constprop_keeps_constants_that_differ_only_on_dead_paths():
+    # x is 1 on the loop's back edge only while the dead branch never runs:
+    # the optimistic analysis proves the loop test constant and the print too.
+    got = main_of("""@main {
+      x: int = const 1; t: bool = const true; i: int = const 0;
+    .head: c: bool = lt i x; br c .body .done;
+    .body: br t .same .other;
+    .same: x: int = const 1; jmp .latch;
+    .other: x: int = const 2; jmp .latch;
+    .latch: i: int = add i x; jmp .head;
+    .done: y: int = add x x; print y; }""", ["constprop"])
+    assert ("y", "const", 2) in got
+    assert ("x", "const", 2) in got             # the dead branch is left for cfgclean
+    assert ("jmp", "same") in got               # its `br` became a jump
+
+
+def test_constprop_merges_only_where_variables_live():
+    # A nest of n loops: each counter is merged at its own header, not at every
+    # enclosing one (n^2 merges made -O quadratic on deep nests).
+    from bril.cfg import CFG
+    from bril.passes.constprop import _Function
+    n = 300
+    lines = ["one: int = const 1;"]
+    for k in range(n):
+        lines += [f"i{k}: int = const 0;", f".h{k}: c{k}: bool = lt i{k} one;",
+                  f"br c{k} .b{k} .e{k};", f".b{k}:"]
+    lines.append("print one;")
+    for k in reversed(range(n)):
+        lines += [f"i{k}: int = add i{k} one;", f"jmp .h{k};", f".e{k}:"]
+    prog = parse_program("@main {\n" + "\n".join(lines) + "\n}")
+    fn = _Function(CFG.from_function(prog["functions"][0]))
+    assert sum(len(m) for m in fn.merges.values()) <= 2 * n
+    assert outcome(registry.run_pipeline(prog, ["constprop"]), []) == outcome(prog, [])
+
+
 def test_cfgclean_rotates_loops_and_saves_jumps():
     src = """@main(n: int) { i: int = const 0; one: int = const 1;
     .head: c: bool = lt i n; br c .body .done;
