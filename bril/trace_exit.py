@@ -23,6 +23,7 @@ proven gets no exit: the guard keeps its region's resume.
 import itertools
 
 from .folding import fold_values
+from .numbering import const_key
 from .ops import FOLDABLE, OPS, wrap64
 from .trace_build import EFFECT_OPS
 
@@ -30,7 +31,9 @@ _opaque = itertools.count()
 
 
 class Symbols:
-    """Hash-consed symbolic values (small ints), shared by the lines compared."""
+    """Hash-consed symbolic values (small ints), shared by the lines compared:
+    a value numbering over two straight lines, with constants keyed as in
+    `bril.numbering` and linear forms (base + offset) of its own."""
 
     def __init__(self):
         self.ids = {}
@@ -45,7 +48,7 @@ class Symbols:
         return i
 
     def const(self, typ, value):
-        i = self.intern(("c", str(typ), type(value).__name__, repr(value)))
+        i = self.intern(const_key(typ, value))
         self.consts[i] = value
         return i
 
