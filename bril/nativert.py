@@ -20,11 +20,20 @@ def c_compiler():
     cc = os.environ.get("CC")
     if cc:
         return cc
-    import shutil
     for name in ("cc", "gcc", "clang"):
-        if shutil.which(name):
+        if _on_path(name):
             return name
     return None
+
+
+def _on_path(name):
+    """Is there an executable `name` on $PATH?  (What `shutil.which` answers, but
+    importing shutil costs a run that loads cached native code more than this.)"""
+    for folder in os.environ.get("PATH", os.defpath).split(os.pathsep):
+        path = os.path.join(folder or os.curdir, name)
+        if os.path.isfile(path) and os.access(path, os.X_OK):
+            return True
+    return False
 
 
 def run_tool(argv, what):
@@ -258,6 +267,16 @@ def native_digest(level):
 
 
 def _llvmlite_version():
+    import sys
+    # The folder import would take llvmlite from: the first entry of sys.path that
+    # has it (a look at a few folders; importlib.util.find_spec, the fallback for
+    # unusual installs, costs a run that finds its code in the cache ~9 ms).
+    for entry in sys.path:
+        version = os.path.join(entry or os.curdir, "llvmlite", "_version.py")
+        if os.path.isfile(version) and os.path.isfile(
+                os.path.join(entry or os.curdir, "llvmlite", "__init__.py")):
+            with open(version) as fh:
+                return fh.read()
     import importlib.util
     spec = importlib.util.find_spec("llvmlite")
     if spec is None or not spec.origin:
