@@ -77,8 +77,10 @@ SAMPLE_DEPTH = 64
 # the predicted cost.
 PREDICTED_PAY_BACK = 3
 # Hot code an earlier run did not compile is compiled after the run (for the
-# next one) if it stayed hot this long (seconds).
-PRECOMPILE_HOT = 0.02
+# next one) if it stayed hot this long (seconds): two samples.  Compiling once
+# (0.05-0.2 s, in a process of its own) pays back within a few dozen runs
+# even at this, and short runs are where most of a warm run is interpreted.
+PRECOMPILE_HOT = 0.01
 # A function becomes native code, whole, after this many times `hot` calls
 # (compiling one costs about as much as interpreting a few thousand calls).
 CALLS_PER_HOT = 5
