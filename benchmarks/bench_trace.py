@@ -19,6 +19,17 @@ Every program's output on the measured input is compared with the
 original's (a difference is reported as an error row).  Counts, not seconds:
 the figure of merit Bril users compare optimizations by.
 
+`--wall`: what a user's clock shows.  Per program, traces are recorded by
+`brili --trace` on the training input (as `--train alt`: ALT-ARGS for ours,
+ARGS for the conformance programs), then the original and the traced program
+run as whole processes on the training input and on the larger one (LARGER,
+WALL_INPUTS; ARGS for ours) under `brili`, warm `brili --jit` (its code cache
+filled first) and the `brilc` executable: traced time / original time for
+each (below 1: the traces pay), the dynamic-instruction ratio on the larger
+input, the static size ratio (instructions) and tracing time / plain-run
+time on the training input.  Geomeans over the programs whose original runs
+at least `--min-time` seconds under `brili` on the larger input.
+
 `--time`: what tracing costs instead.  Per program, the whole-process wall
 time of `brili --trace OUT -p ARGS` and of a plain `brili -p ARGS` (best of
 `--repeat` runs each, taken in turn so that both see the same load), their
@@ -79,13 +90,23 @@ def main():
     ap.add_argument("--time", action="store_true",
                     help="time brili --trace against plain brili (whole processes)")
     ap.add_argument("--repeat", type=int, default=3, help="with --time: runs of each, best counts")
-    ap.add_argument("--brili", default="brili", help="with --time: the brili command")
+    ap.add_argument("--brili", default="brili", help="with --time/--wall: the brili command")
+    ap.add_argument("--wall", action="store_true",
+                    help="wall time of traced vs original programs on every engine")
+    ap.add_argument("--engines", default="brili,jit,native",
+                    help="with --wall: comma-separated among brili, jit, native")
+    ap.add_argument("--brilc", default="brilc", help="with --wall: the brilc command")
+    ap.add_argument("--min-time", type=float, default=0.2,
+                    help="with --wall: geomeans over programs whose original runs this "
+                         "long (seconds) under brili on the larger input")
     opts = ap.parse_args()
 
     files = [(p, CONFORMANCE) for p in bril_files("benchmarks")]
     files += [(p, BENCHMARKS) for p in bril_files(root=BENCHMARKS)]
     if opts.time:
         return time_tracing(files, opts)
+    if opts.wall:
+        return wall_times(files, opts)
     rows = []
     print(f"{'program':40} {'original':>11} {'-O':>7} {'tr-only':>7} {'traced':>7}  loop")
     for path, root in files:
@@ -169,6 +190,135 @@ def time_tracing(files, opts):
         worst = max(rows, key=lambda r: r[1])
         print(f"tracing time / plain run ({len(rows)} programs): geomean "
               f"{geomean([r[1] for r in rows]):.2f}  worst {worst[1]:.2f} ({worst[0]})")
+
+
+# Larger inputs still for `--wall` (original runs of 0.2 s or more under brili).
+WALL_INPUTS = {
+    "benchmarks/core/sum-check": "4000000",
+    "benchmarks/core/check-primes": "4000",
+    "benchmarks/core/fizz-buzz": "300000",
+    "benchmarks/core/primes-between": "1 6000",
+    "benchmarks/mem/mat-mul": "80 109658",
+}
+
+
+def _inputs(name, path):
+    """(training arguments, larger arguments) as `--wall` uses them."""
+    text = path.read_text()
+    train = args_of(path)
+    m = _ALT.search(text)
+    if m:                                       # ours: record on ALT-ARGS, measure on ARGS
+        return m.group(1).split(), train
+    larger = WALL_INPUTS.get(name) or LARGER.get(name)
+    return train, (larger.split() if larger else train)
+
+
+def _best(cmd, data, repeat, env=None):
+    """(best wall seconds, (returncode, stdout, stderr)) of a whole process."""
+    best, result = None, None
+    for _ in range(max(1, repeat)):
+        t = time.perf_counter()
+        r = subprocess.run(cmd, input=data, capture_output=True, env=env)
+        dt = time.perf_counter() - t
+        best = dt if best is None else min(best, dt)
+        result = (r.returncode, r.stdout, r.stderr)
+    return best, result
+
+
+def _size(prog):
+    return sum(1 for f in prog.get("functions", ()) for i in f.get("instrs", ()) if "op" in i)
+
+
+def wall_times(files, opts):
+    """--wall: traced / original whole-process time per engine and input."""
+    import json
+    import os
+    brili, brilc = shlex.split(opts.brili), shlex.split(opts.brilc)
+    engines = [e for e in opts.engines.split(",") if e]
+    cols = [f"{e}:{inp}" for inp in ("train", "large") for e in engines]
+    print("traced time / original time per engine, on the training and the larger input; "
+          "dyn: -p count ratio (larger input); size: static instructions ratio; "
+          "tracing: brili --trace / plain brili (training input)")
+    print(f"{'program':34} {'orig s':>7} " + " ".join(f"{c:>12}" for c in cols)
+          + f" {'dyn':>6} {'size':>6} {'tracing':>8}")
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        env_fill = dict(os.environ, BRIL_CACHE_DIR=str(tmp / "cache"), BRIL_JIT_PRECOMPILE="wait")
+        env_warm = dict(os.environ, BRIL_CACHE_DIR=str(tmp / "cache"), BRIL_JIT_PRECOMPILE="0")
+        for path, root in files:
+            name = str(path.relative_to(root).with_suffix(""))
+            if root == BENCHMARKS:
+                name = "ours/" + name
+            if opts.only not in name:
+                continue
+            train, large = _inputs(name, path)
+            orig = interp_json(path)
+            t_orig, r_orig = _best(brili + ["-p"] + large, orig, 1)
+            if r_orig[0] != 0 or t_orig < opts.min_time:
+                continue
+            traced_path = tmp / "traced.json"
+            t_plain, r_plain = _best(brili + ["-p"] + train, orig, opts.repeat)
+            t_trace, r_trace = _best(brili + ["--trace", str(traced_path), "--hot", str(opts.hot),
+                                              "-p"] + train, orig, opts.repeat)
+            if r_trace != r_plain:
+                print(f"{name:34} error: brili --trace printed something else")
+                continue
+            traced = traced_path.read_bytes()
+            ratios, bad = [], None
+            exes = {}
+            if "native" in engines:
+                for label, data in (("orig", orig), ("traced", traced)):
+                    exe = tmp / f"{label}.exe"
+                    r = subprocess.run(brilc + ["-o", str(exe)], input=data, capture_output=True)
+                    if r.returncode != 0:
+                        bad = f"brilc failed on the {label} program"
+                    exes[label] = exe
+            dyn = None
+            for inp in (train, large):
+                for e in engines:
+                    if bad:
+                        break
+                    times, outs = {}, {}
+                    for label, data in (("orig", orig), ("traced", traced)):
+                        if e == "brili":
+                            t, r = _best(brili + ["-p"] + inp, data, opts.repeat)
+                        elif e == "jit":
+                            _best(brili + ["--jit", "-p"] + inp, data, 2, env_fill)
+                            t, r = _best(brili + ["--jit", "-p"] + inp, data, opts.repeat, env_warm)
+                        else:
+                            t, r = _best([str(exes[label])] + inp, b"", opts.repeat)
+                        times[label], outs[label] = t, r
+                    if outs["orig"][:2] != outs["traced"][:2]:
+                        bad = f"the traced program printed something else ({e})"
+                        break
+                    if e == "brili" and inp is large:
+                        a, b = dyn_count(outs["orig"][2]), dyn_count(outs["traced"][2])
+                        dyn = b / a if a and b else None
+                    ratios.append(times["traced"] / times["orig"])
+            if bad:
+                print(f"{name:34} error: {bad}")
+                continue
+            size = _size(json.loads(traced)) / _size(json.loads(orig))
+            tracing = t_trace / t_plain
+            rows.append((name, ratios, dyn, size, tracing))
+            print(f"{name:34} {t_orig:7.3f} " + " ".join(f"{r:12.3f}" for r in ratios)
+                  + f" {dyn or float('nan'):6.3f} {size:6.2f} {tracing:8.2f}", flush=True)
+    if not rows:
+        print(f"no program runs {opts.min_time} s or more under brili on its larger input")
+        return
+    print(f"{'geomean (' + str(len(rows)) + ' programs)':42} "
+          + " ".join(f"{geomean([r[1][i] for r in rows]):12.3f}" for i in range(len(cols)))
+          + f" {geomean([r[2] for r in rows if r[2]]):6.3f}"
+          f" {geomean([r[3] for r in rows]):6.2f} {geomean([r[4] for r in rows]):8.2f}")
+    print(f"{'worst':42} " + " ".join(f"{max(r[1][i] for r in rows):12.3f}" for i in range(len(cols)))
+          + f" {max(r[2] or 0 for r in rows):6.3f} {max(r[3] for r in rows):6.2f}"
+          f" {max(r[4] for r in rows):8.2f}")
+
+
+def dyn_count(text):
+    m = re.search(rb"total_dyn_inst:\s*(\d+)", text)
+    return int(m.group(1)) if m else None
 
 
 def interp_json(path):
