@@ -61,7 +61,7 @@ Variants of a function (`FunctionCode`):
   trace recorder (used by `brili --trace`).
 
 Data for a tracer or a native engine: `FunctionCode.blocks` lists the basic
-blocks in layout order; each `Block` has `lid` (its layout id, the value of
+blocks in layout order; each `IndexedBlock` has `lid` (its layout id, the value of
 `_b`), `index` (source order; `blocks_by_index[index]`), `label`, `instrs`,
 `first_index` (of its first instruction in the function's `instrs`), `succs`
 (successor indices), `abort_succ` (a guard's abort target), `size`
@@ -74,7 +74,7 @@ import os
 
 from .ops import OPS, INT_MIN, INT_MAX, STATEFUL_OPS
 from .codekeys import check_facts_requested  # noqa: F401 (also bril.codegen's)
-from .blocks import BLOCK_ENDERS, Block, block_graph, build_blocks  # noqa: F401 (used by other tiers)
+from .blocks import BLOCK_ENDERS, IndexedBlock, block_graph, build_blocks  # noqa: F401 (used by other tiers)
 from .cfg import natural_loops
 from . import messages as M
 from .errors import BrilError
@@ -115,7 +115,7 @@ def _key_pyname(key):
 
 # --- loops and layout ---------------------------------------------------------------------
 
-class Loop:
+class LayoutLoop:
     __slots__ = ("header", "body", "parent", "children", "depth", "lo", "hi", "items")
 
     def __init__(self, header, body):
@@ -132,7 +132,7 @@ def _find_loops(blocks, graph):
     """Natural loops of the blocks (`bril.cfg`), innermost first, nested at most
     MAX_LOOP_DEPTH deep; each block's `loop` is set to its innermost kept loop."""
     found = natural_loops(graph)
-    loops = [Loop(l.header, l.body) for l in found]
+    loops = [LayoutLoop(l.header, l.body) for l in found]
     by_header = {l.header: l for l in loops}
     for l, n in zip(loops, found):
         l.parent = by_header.get(n.parent)
@@ -157,7 +157,7 @@ def layout(blocks):
     rpo = graph.reverse_postorder()
     pos = {b: i for i, b in enumerate(rpo)}
     loops = _find_loops(blocks, graph)
-    root = Loop(None, set(rpo))
+    root = LayoutLoop(None, set(rpo))
     units = {id(root): []}
     for l in loops:
         units[id(l)] = []
@@ -170,11 +170,11 @@ def layout(blocks):
     order = []
 
     def place(region):
-        items = sorted(units[id(region)], key=lambda t: (t[0], isinstance(t[1], Block)))
+        items = sorted(units[id(region)], key=lambda t: (t[0], isinstance(t[1], IndexedBlock)))
         region.items = [it for _, it in items]
         lo = len(order)
         for it in region.items:
-            if isinstance(it, Block):
+            if isinstance(it, IndexedBlock):
                 it.lid = len(order)
                 order.append(it)
             else:
@@ -554,7 +554,7 @@ class _Emitter:
         o = self.out
         start = len(o.lines)
         for it in items:
-            if isinstance(it, Loop):
+            if isinstance(it, LayoutLoop):
                 self.emit_loop(it, ind)
                 continue
             if it.index in self.emitted:
@@ -584,7 +584,7 @@ class _Emitter:
         for it in loop.items:
             if it is header:
                 continue
-            if isinstance(it, Loop):
+            if isinstance(it, LayoutLoop):
                 self.emit_loop(it, ind + 2)
             elif it.index not in self.emitted:
                 o.add(ind + 2, f"if _b == {it.lid}:")
