@@ -12,7 +12,7 @@ an activation between tiers by it).
 from .ops import BLOCK_ENDERS  # noqa: F401 (also read from here)
 
 
-class Block:
+class IndexedBlock:
     """A basic block.  `index` is its position in source order, `lid` its layout id."""
 
     __slots__ = ("index", "lid", "label", "instrs", "first_index", "targets", "succs",
@@ -29,7 +29,7 @@ class Block:
         self.abort_succ = None  # guard's abort target block index
         self.falls_off = False  # control can leave the function at the end
         self.size = 0
-        self.loop = None        # innermost Loop containing the block
+        self.loop = None        # innermost LayoutLoop (bril.codegen) containing the block
 
     def all_succs(self):
         """Successor indices, the guard's abort target included (once each)."""
@@ -68,7 +68,7 @@ def build_blocks(func):
             continue
         op = ins.get("op")
         if "label" in ins:
-            cur = Block(len(blocks), ins["label"], idx)
+            cur = IndexedBlock(len(blocks), ins["label"], idx)
             blocks.append(cur)
             body, ended = cur.instrs, False
             if op is None and "op" not in ins:
@@ -76,13 +76,13 @@ def build_blocks(func):
         elif op is None and "op" not in ins:
             continue
         if ended:
-            cur = Block(len(blocks), None, idx)
+            cur = IndexedBlock(len(blocks), None, idx)
             blocks.append(cur)
             body = cur.instrs
         body.append(ins)
         ended = op in BLOCK_ENDERS
     if not blocks:
-        blocks.append(Block(0, None, 0))
+        blocks.append(IndexedBlock(0, None, 0))
     label_index = {}
     for b in blocks:
         if b.label is not None and b.label not in label_index:

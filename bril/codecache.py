@@ -26,6 +26,7 @@ Size: entries are touched when read; when the store grows past its bound
 down to 80% of it.
 """
 
+import marshal
 import os
 
 MAGIC = b"\nBRILCC2"
@@ -140,6 +141,27 @@ class CodeCache:
         self._touch(path)
         return payload
 
+    def get_marshalled(self, kind, key):
+        """The object marshalled under (kind, key), or None (also for an entry that
+        this Python's marshal cannot read: it is checksummed, so it is another
+        version's format)."""
+        data = self.get(kind, key)
+        if data is None:
+            return None
+        try:
+            return marshal.loads(data)
+        except Exception:
+            return None
+
+    def put_marshalled(self, kind, key, obj):
+        """Store obj marshalled under (kind, key); False, and no entry, if marshal
+        cannot store it (or the write fails)."""
+        try:
+            data = marshal.dumps(obj)
+        except ValueError:
+            return False
+        return self.put(kind, key, data)
+
     def entry_path(self, kind, key):
         """The path of the entry (kind, key) once its content is verified, or None:
         for payloads used as files (a shared object for the dynamic loader)."""
@@ -245,3 +267,16 @@ class CodeCache:
         for path, _, _ in found:
             self._remove(path)
         return len(found)
+
+
+def compiled_code(cache, kind, key, src, filename):
+    """compile(src, filename, "exec"), its code object kept in `cache` under (kind,
+    key) when there is a cache (loading it is far cheaper than compiling)."""
+    if cache is not None:
+        code = cache.get_marshalled(kind, key)
+        if code is not None:
+            return code
+    code = compile(src, filename, "exec")
+    if cache is not None:
+        cache.put_marshalled(kind, key, code)
+    return code

@@ -30,6 +30,7 @@ speculation is open or no loop header comes by.
 """
 
 from .blocks import build_blocks
+from .codecache import compiled_code
 from .errors import BrilError
 from . import messages as M
 from .heap import (load_lines, native_load_lines, native_store_lines, ptradd_lines,
@@ -625,11 +626,8 @@ def _factory(source_of, key, cache):
     f = _FACTORIES.get((source_of, key))
     if f is None:
         src = source_of(*key)
-        code = _cached_code(src, cache) if cache is not None else None
-        if code is None:
-            code = compile(src, f"<bril cold {key or source_of.__name__}>", "exec")
-            if cache is not None:
-                _store_code(src, code, cache)
+        code = compiled_code(cache, "cold", _source_key(src) if cache is not None else None,
+                             src, f"<bril cold {key or source_of.__name__}>")
         ns = dict(_NS)
         if source_of is not _template_source:
             from . import heap
@@ -646,22 +644,6 @@ def _source_key(src):
     import sys
     from .codecache import sha256
     return sha256((sys.version + "\0" + src).encode()).hexdigest()
-
-
-def _cached_code(src, cache):
-    data = cache.get("cold", _source_key(src))
-    if data is not None:
-        import marshal
-        try:
-            return marshal.loads(data)
-        except Exception:
-            return None
-    return None
-
-
-def _store_code(src, code, cache):
-    import marshal
-    cache.put("cold", _source_key(src), marshal.dumps(code))
 
 
 def _template_source(op):

@@ -213,26 +213,19 @@ class CompiledProgram:
     def _from_cache(self, key):
         if key is None:
             return None
-        data = self.cache.get("py", key)
-        if data is None:
+        found = self.cache.get_marshalled("py", key)
+        if not (isinstance(found, tuple) and len(found) == 2):
             return None
-        import marshal
-        try:
-            code, links = marshal.loads(data)
-        except Exception:
-            return None
+        code, links = found
         return code, _links_from_data(links)
 
     def _to_cache(self, key, found):
         if key is None:
             return
-        import marshal
         code, links = found
-        try:
-            data = marshal.dumps((code, links.as_data() if links is not None else None))
-        except ValueError:
-            return              # an object marshal cannot store: no entry
-        self.cache.put("py", key, data)
+        # (an object marshal cannot store: no entry)
+        self.cache.put_marshalled("py", key,
+                                  (code, links.as_data() if links is not None else None))
 
     def promote(self, cf):
         """The generated code of the function the cold tier's cf runs, now bound

@@ -928,22 +928,14 @@ class Jit:
         """compile(src), its code object kept in the code cache by the source's
         hash (a large region's marshalling functions take tens of ms to compile,
         more than loading its native unit)."""
-        if self.cache is None:
-            return compile(src, filename, "exec")
-        import marshal
-        from .codecache import sha256
-        h = sha256(src.encode("utf-8", "surrogatepass"))
-        h.update(repr((filename, sys.version, marshal.version)).encode())
-        key = h.hexdigest()
-        data = self.cache.get("marshal", key)
-        if data is not None:
-            try:
-                return marshal.loads(data)
-            except Exception:
-                pass                # (checksummed, so only a foreign Python's format)
-        code = compile(src, filename, "exec")
-        self.cache.put("marshal", key, marshal.dumps(code))
-        return code
+        from .codecache import compiled_code, sha256
+        key = None
+        if self.cache is not None:
+            import marshal
+            h = sha256(src.encode("utf-8", "surrogatepass"))
+            h.update(repr((filename, sys.version, marshal.version)).encode())
+            key = h.hexdigest()
+        return compiled_code(self.cache, "marshal", key, src, filename)
 
     # --- the report ----------------------------------------------------------------------
 

@@ -12,7 +12,6 @@ process per program at a time (a lock file in the cache); every failure is
 silent -- the next run simply compiles as usual.
 """
 
-import marshal
 import os
 import sys
 import time
@@ -47,11 +46,11 @@ def precompile(cache, key, level):
     from .interp import CompiledProgram
     from .jit import PRECOMPILE_HOT, select_region
     from .linker import link
-    data = cache.get("program", key)
+    source = cache.get_marshalled("program", key)
     profile = jitcache.load_profile(cache, key)     # (the program is checked below)
-    if data is None or profile is None:
+    if source is None or profile is None:
         return 0
-    prog, base_dir, lib_dirs, filename = marshal.loads(data)
+    prog, base_dir, lib_dirs, filename = source
     linked = link(prog, base_dir=base_dir, lib_dirs=lib_dirs, filename=filename)
     if profile.get("program") != jitcache.program_key(linked):
         return 0                    # the profile is another program's now

@@ -67,13 +67,7 @@ def unit_key(linked, kind, index, blocks, entries, level):
 def load_profile(cache, key, linked=None):
     """The profile kept under `key` (`profile_key`), if it is this program's (with
     `linked`: its full `program_key` is checked)."""
-    data = cache.get("profile", key)
-    if data is None:
-        return None
-    try:
-        profile = marshal.loads(data)
-    except Exception:
-        return None
+    profile = cache.get_marshalled("profile", key)
     if not isinstance(profile, dict):
         return None
     if linked is not None and profile.get("program") != program_key(linked):
@@ -84,7 +78,7 @@ def load_profile(cache, key, linked=None):
 def store_profile(cache, key, profile, linked=None):
     if linked is not None:
         profile = dict(profile, program=program_key(linked))
-    cache.put("profile", key, marshal.dumps(profile))
+    cache.put_marshalled("profile", key, profile)
 
 
 class LoadedUnit:
@@ -114,7 +108,7 @@ def load_unit(cache, key):
 def store_unit(cache, key, shared_object, meta):
     """Keep a built unit; returns it loaded from the cache, or None if it could not
     be stored there (the caller then uses its own copy)."""
-    if not cache.put("unitdata", key, marshal.dumps(meta)):
+    if not cache.put_marshalled("unitdata", key, meta):
         return None
     if not cache.put("unit", key, shared_object):
         return None
@@ -172,7 +166,7 @@ def spawn_precompile(cache, key, source, level, wait=False):
     """Compile, in a process of its own, the hot code the profile `key` lists without
     units (`bril.jit_precompile`); the program goes with it (`source`: program,
     base folder, library folders, file name).  Returns at once unless `wait`."""
-    if not cache.put("program", key, marshal.dumps(source)):
+    if not cache.put_marshalled("program", key, source):
         return
     import subprocess
     import sys

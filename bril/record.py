@@ -3,9 +3,9 @@ a readable repr -- what the modules on a run's path used `dataclasses` for,
 without its start-up cost (`dataclasses` imports `inspect`, `ast` and `dis`:
 about 13 ms of every `brili --trace` and of the first promoted function).
 
-    class Item(Record):
-        fields = ("instr", "site", "frame", "barrier")
-        defaults = {"barrier": False}
+    class Span(Record):
+        fields = ("start", "end", "tags")
+        defaults = {"tags": list}
 
 A default that is `list`, `dict` or `set` itself stands for a new empty one per
 record.

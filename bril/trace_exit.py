@@ -69,7 +69,7 @@ class Symbols:
 _KNOWN_TYPE = {bool: "bool", int: "int", str: "char"}
 
 
-class State:
+class SymbolicState:
     """Symbolic values of the variables after a straight line of instructions,
     and the chain of effects (stores, prints, calls, ...) it performed."""
 
@@ -81,7 +81,7 @@ class State:
         self.checked = set()        # origins of the original guards known to hold
 
     def copy(self):
-        s = State(self.syms, self.known)
+        s = SymbolicState(self.syms, self.known)
         s.val = dict(self.val)
         s.chain = self.chain
         s.checked = set(self.checked)
@@ -175,7 +175,7 @@ class Exits:
         invariants, computed by the first pass and assigned nowhere else in
         the trace): they hold at the header for the original line too."""
         self.seed = tuple(seed)
-        st = State(self.syms, self.known)
+        st = SymbolicState(self.syms, self.known)
         self._run_seed(st)
         return st
 
@@ -191,7 +191,7 @@ class Exits:
         snaps = self._snapshots.get(key)
         if snaps is None:
             snaps = self._snapshots[key] = {}
-            st = State(self.syms, self.known)
+            st = SymbolicState(self.syms, self.known)
             self._run_seed(st)
             for i, it in enumerate(self.items):
                 if it.instr.get("op") == "guard":

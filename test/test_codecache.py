@@ -19,7 +19,7 @@ import sys
 
 import pytest
 
-from bril.codecache import CodeCache
+from bril.codecache import CodeCache, compiled_code
 from bril.codekeys import function_key
 from bril.interp import run
 from bril.linker import link
@@ -142,6 +142,22 @@ def test_corrupt_and_truncated_entries_are_misses_and_removed(tmp_path):
     assert cache.get("py", "ab" * 32) == b"payload" * 100
 
 
+def test_marshalled_entries_and_compiled_code(tmp_path):
+    cache = CodeCache(str(tmp_path))
+    assert cache.put_marshalled("py", "ab" * 32, (1, "two", [3.0]))
+    assert cache.get_marshalled("py", "ab" * 32) == (1, "two", [3.0])
+    assert not cache.put_marshalled("py", "cd" * 32, object())     # marshal cannot: no entry
+    assert cache.get_marshalled("py", "cd" * 32) is None
+    cache.put("py", "ef" * 32, b"not marshal data")                 # (another version's format)
+    assert cache.get_marshalled("py", "ef" * 32) is None
+    code = compiled_code(cache, "cold", "12" * 32, "x = 6 * 7\n", "<test>")
+    again = compiled_code(cache, "cold", "12" * 32, "x = 6 * 7\n", "<test>")
+    assert again == code and cache.hits >= 2
+    ns = {}
+    exec(compiled_code(None, "cold", None, "x = 6 * 7\n", "<test>"), ns)
+    assert ns["x"] == 42
+
+
 def test_a_corrupt_code_entry_is_regenerated(tmp_path):
     prog = parse_program(PROGRAM)
     expected = outcome(prog, ["100"], CodeCache(str(tmp_path)))
@@ -199,7 +215,7 @@ def test_least_recently_used_entries_are_evicted(tmp_path):
 
 _WRITER = """
 import sys
-from bril.codecache import CodeCache
+from bril.codecache import CodeCache, compiled_code
 cache = CodeCache(sys.argv[1])
 payload = sys.argv[2].encode() * 50000
 for _ in range(40):

@@ -475,9 +475,9 @@ def test_inner_loop_trip_count_is_not_baked_into_the_outer_trace():
 
 
 def test_exit_states_are_compared_symbolically():
-    from bril.trace_exit import State, Symbols
+    from bril.trace_exit import Symbols, SymbolicState
     syms = Symbols()
-    a, b = State(syms, {"one": 1}), State(syms, {})
+    a, b = SymbolicState(syms, {"one": 1}), SymbolicState(syms, {})
     # i + 1 + 1 (through a known constant) is i + 2; commutative operands match.
     for ins in ({"op": "add", "dest": "i", "type": "int", "args": ["i", "one"]},
                 {"op": "add", "dest": "i", "type": "int", "args": ["i", "one"]},
