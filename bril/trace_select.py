@@ -384,6 +384,9 @@ def _best_chain(infos, stats, cands, first_exits):
     info = infos[stats.func]
     tail = (loop_clone(info.cfg, stats.header, stats.body) is not None
             and clone_site(info.func.get("instrs", [])) is not None)
+    # What each candidate does from each point of the recording, shared by
+    # the chains and by both selections (`trace_cost.simulate`).
+    memo = stats.__dict__.setdefault("replays", {})
     best = None
     beams = [[]]
     for _ in range(MAX_CHAIN):
@@ -393,7 +396,7 @@ def _best_chain(infos, stats, cands, first_exits):
                 if any(c is b or _same_cycle(c.pattern, b.pattern) for b in base):
                     continue
                 ch = Chain(stats.func, stats.header, base + [c], first_exits, tail, stats.body)
-                ch.gain, ch.entries, ch.aborts = simulate(ch, stats)
+                ch.gain, ch.entries, ch.aborts = simulate(ch, stats, memo)
                 grown.append(ch)
         if not grown:
             break
