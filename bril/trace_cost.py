@@ -95,13 +95,15 @@ class _Seq:
     run index + offset * width (the end is the run count)."""
 
     def __init__(self, stats):
+        self.stats = stats
         self.seq = stats.seq
         self.n_runs = len(self.seq)
         self.width = self.n_runs + 1
         self.next1 = _Memo(lambda p: self.advance(p, 1))
 
     def matched(self, p, pattern):
-        """(iterations from p that follow `pattern`, outcome of the one that does not)."""
+        """(iterations from p that follow `pattern`, outcome of the one that
+        does not, the point after those that follow)."""
         seq, n_runs, w = self.seq, self.n_runs, self.width
         j, o = p % w, p // w
         m = 0
@@ -111,13 +113,15 @@ class _Seq:
             if o == seq[j][1]:
                 j += 1
                 o = 0
-        return m, (seq[j][0] if m < len(pattern) and j < n_runs else None)
+        return m, (seq[j][0] if m < len(pattern) and j < n_runs else None), j + o * w
 
     def advance(self, p, n):
         seq, n_runs, w = self.seq, self.n_runs, self.width
         i, off = p % w, p // w
         while n > 0 and i < n_runs:
-            step = min(n, seq[i][1] - off)
+            step = seq[i][1] - off
+            if step > n:
+                step = n
             off += step
             n -= step
             if off == seq[i][1]:
@@ -138,8 +142,9 @@ class _Moves:
     """One trace in one place of a chain: its figures, and what its first pass
     (`head`) and its loop part (`loop`) do from each point of the sequence."""
 
-    def __init__(self, t, role, tail, stats, sq):
+    def __init__(self, t, role, tail, stats, sq, matched):
         self.t, self.stats, self.sq, self.tail = t, stats, sq, tail
+        self.matched = matched
         self.last = role != MID
         self.last_x = role == LAST_X
         pat = self.pat = t.pattern
@@ -163,7 +168,10 @@ class _Moves:
         self.origins = {}
         self.head = _Memo(self._head)
         self.loop = _Memo(self._loop)
-        self.fail0 = _Memo(lambda od: self.first_pass_fails(0, od))
+        self.loop_run = _Memo(self._loop_run)
+        # (first_pass_fails depends on the point only through m and od)
+        self.fails_at = _Memo(lambda mo: self.first_pass_fails(*mo))
+        self.fail0 = _Memo(lambda od: self.fails_at[0, od])
 
     # --- where the trace fails ----------------------------------------------------
 
@@ -218,13 +226,12 @@ class _Moves:
     def _head(self, p):
         """(FALL/STOP/CUT/LOOP, gain, next point) of the first pass tried at p."""
         sq = self.sq
-        m, od = sq.matched(p, self.pat)
+        m, od, q = self.matched[p]
         if m == self.k:
-            return (CUT if self.t.cut else LOOP), self.t.replaced - self.cost_pre, \
-                sq.advance(p, m)
-        d, how = self.first_pass_fails(m, od)
+            return (CUT if self.t.cut else LOOP), self.t.replaced - self.cost_pre, q
+        d, how = self.fails_at[m, od]
         if how is EXITED:
-            return STOP, d, sq.advance(p, m + 1)
+            return STOP, d, sq.next1[q]
         if how is TAIL:
             return STOP, d, sq.to_loop_exit(p)
         return FALL, d, p
@@ -239,23 +246,54 @@ class _Moves:
             passes = left // k
             return passes * (t.replaced - t.cost_loop), passes, 0, True, \
                 sq.advance(p, passes * k)
-        m, od = sq.matched(p, self.pat)
+        m, od, q = self.matched[p]
         if m == k:
-            return t.replaced - t.cost_loop, 1, 0, True, sq.advance(p, k)
+            return t.replaced - t.cost_loop, 1, 0, True, q
         fp = self.fail_at(2, m, od)
         if fp is not None and fp.exits:
-            return self.exit_gain(fp, m, od), 1, 1, False, sq.advance(p, m + 1)
+            return self.exit_gain(fp, m, od), 1, 1, False, sq.next1[q]
         if fp is not None and fp.to_tail and self.tail:
             return -fp.run, 1, 1, False, sq.to_loop_exit(p)
         if fp is None and self.exiting and od is not None and od >= 0:
-            return m * self.saved_loop - EXIT_COST, 1, 1, False, sq.advance(p, m + 1)
+            return m * self.saved_loop - EXIT_COST, 1, 1, False, sq.next1[q]
         # Rolled back: the original runs this iteration.
         lost = fp.run if fp is not None else min(self.cost_pre, self.per_iter * (m + 1))
-        return -lost, 1, 1, False, sq.advance(p, 1)
+        return -lost, 1, 1, False, sq.next1[p]
+
+    def _loop_run(self, p):
+        """(gain, entries, aborts, False, next point) of the loop part from p
+        until it is left: its passes, then the one that fails.  Every later point
+        of the run gets its own remainder (a chain may enter the loop part
+        there).  The sums are exact: the figures are multiples of 1/k, k a
+        power of two (`exact`)."""
+        loop, memo, end = self.loop, self.loop_run, self.sq.n_runs
+        pts, steps = [], []
+        q = p
+        while q != end:             # (the recording may end in the loop part)
+            if q in memo:
+                d, n, a, _, q = memo[q]
+                steps.append((d, n, a))
+                break
+            pts.append(q)
+            step = loop[q]
+            steps.append(step[:4])
+            q = step[4]
+            if not step[3]:
+                break
+        d = n = a = 0
+        if not pts:
+            return d, n, a, False, q
+        for j in range(len(steps) - 1, -1, -1):
+            dd, nn, aa = steps[j][:3]
+            d, n, a = dd + d, nn + n, aa + a
+            if j < len(pts):
+                memo[pts[j]] = (d, n, a, False, q)
+        return memo[p]
 
 
 def _replay(chain, stats, roles, memo):
-    """(gain, entries per trace, aborts per trace) of one chain."""
+    """(gain, entries per trace, aborts per trace) of one chain: a pass of a
+    trace at a time, its figures added up one by one."""
     sq = memo.get("seq")
     if sq is None or sq.seq is not stats.seq:
         sq = memo["seq"] = _Seq(stats)
@@ -265,8 +303,13 @@ def _replay(chain, stats, roles, memo):
         # (the moves keep their trace alive: its id stays its own)
         mv = memo.get((id(t), r, tail))
         if mv is None:
-            mv = memo[(id(t), r, tail)] = _Moves(t, r, tail, stats, sq)
+            matched = memo.get(id(t))
+            if matched is None:
+                matched = memo[id(t)] = _Memo(lambda p, pat=t.pattern: sq.matched(p, pat))
+            mv = memo[(id(t), r, tail)] = _Moves(t, r, tail, stats, sq, matched)
         moves.append(mv)
+    if all(mv.k & (mv.k - 1) == 0 for mv in moves):
+        return _replay_exact(moves, sq, memo)
     nt = len(moves)
     heads = [mv.head for mv in moves]
     loops = [mv.loop for mv in moves]
@@ -325,3 +368,98 @@ def _replay(chain, stats, roles, memo):
         else:
             p = next1[p]        # the original runs one iteration
     return gain, entries, aborts
+
+
+def _unknown(moves, o):
+    """(gain, traces aborted, how) of an iteration with outcome `o`, which no
+    pattern of the chain starts with: the traces fail up to one that leaves
+    through a side exit (or to the tail, which runs the rest of the loop)."""
+    g, by, how = 0.0, [], None
+    for j, mv in enumerate(moves):
+        d, how = mv.fail0[o]
+        g += d
+        by.append(j)
+        if how is not None:
+            break
+    return g, by, how
+
+
+def _replay_exact(moves, sq, memo):
+    """`_replay` where every figure is a multiple of 1/k, k a power of two
+    (the unrollings are): sums of them are exact in any order, so a header
+    visit (the traces tried in turn, the loop part of the one that passes)
+    is one step, and the traces before the last, shared by the chains that
+    extend them, are tried as one (`memo`)."""
+    nt = len(moves)
+    key = ("prefix",) + tuple(map(id, moves[:-1]))
+    pre = memo.get(key)
+    if pre is None:
+        pre = memo[key] = _Memo(lambda p, mvs=moves[:-1]: _first_taker(mvs, p))
+    last = moves[-1]
+    last_head, last_loop = last.head, last.loop_run
+    known = {p for mv in moves for p in mv.pat}
+    counts = [0] * (4 * nt)     # header visits by (trace that took it, how) (j * 4 + kind)
+    lent, labt = [0] * nt, [0] * nt     # entries, aborts of the loop parts
+    seq, w, end, next1 = sq.seq, sq.width, sq.n_runs, sq.next1
+    gain = 0.0
+    unknown = {}
+    p = 0
+    while p != end:
+        o = seq[p % w][0]
+        if o not in known:
+            got = unknown.get(o)
+            if got is None:
+                got = unknown[o] = _unknown(moves, o)
+            i = p % w
+            n = 1 if got[2] is TAIL else seq[i][1] - p // w
+            gain += n * got[0]
+            code = 4 * got[1][-1] + (STOP if got[2] is not None else FALL)
+            counts[code] += n
+            p = sq.to_loop_exit(p) if got[2] is TAIL else i + 1
+            continue
+        d, code, q, ln, la = pre[p]
+        if code < 0:
+            kind, d2, q = last_head[p]
+            d += d2
+            code = 4 * (nt - 1) + kind
+            if kind == LOOP:
+                d2, ln, la, _, q = last_loop[q]
+                d += d2
+                lent[nt - 1] += ln
+                labt[nt - 1] += la
+            elif kind == FALL:
+                q = next1[p]        # the original runs one iteration
+        elif ln:
+            lent[code >> 2] += ln
+            labt[code >> 2] += la
+        gain += d
+        counts[code] += 1
+        p = q
+    entries, aborts = lent, labt
+    for code, c in enumerate(counts):
+        if c:
+            j, kind = divmod(code, 4)
+            for i in range(j):
+                entries[i] += c
+                aborts[i] += c
+            entries[j] += c
+            if kind == FALL or kind == STOP:
+                aborts[j] += c
+    return gain, entries, aborts
+
+
+def _first_taker(moves, p):
+    """A header visit at p to the traces `moves` (before a chain's last):
+    (gain, j * 4 + kind of the one that takes it, or -1 if all fail, next
+    point, entries and aborts of its loop part)."""
+    d = 0
+    for j, mv in enumerate(moves):
+        kind, dj, q = mv.head[p]
+        d += dj
+        if kind == FALL:
+            continue
+        if kind == LOOP:
+            dl, ln, la, _, q = mv.loop_run[q]
+            return d + dl, 4 * j + kind, q, ln, la
+        return d, 4 * j + kind, q, 0, 0
+    return d, -1, p, 0, 0
