@@ -22,6 +22,8 @@ chain, counting successful passes, aborted ones and the instructions won or
 wasted (the cost model).
 """
 
+from collections import Counter
+
 from .record import Record
 
 from . import trace_plugin
@@ -323,11 +325,16 @@ def frequent_patterns(stats, k, most=2, cap=100_000):
         flat.extend([o] * min(n, k + 1))        # long runs: only their first windows matter
         if len(flat) > cap:
             break
-    counts = {}
-    for i in range(len(flat) - k + 1):
-        w = tuple(flat[i:i + k])
-        if w[0] >= 0 and min(w) >= 0:
-            counts[w] = counts.get(w, 0) + 1
+    # Windows of paths only: those within the stretches between exits (and
+    # over-long iterations), counted in order of first occurrence.
+    counts = Counter()
+    start = 0
+    for i in range(len(flat) + 1):
+        if i == len(flat) or flat[i] < 0:
+            if i - start >= k:
+                seg = flat[start:i]
+                counts.update(zip(*(seg[j:] for j in range(k))))
+            start = i + 1
     for o, n in stats.seq:                      # credit long uniform runs in full
         if o >= 0 and n > k + 1:
             w = (o,) * k
