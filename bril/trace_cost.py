@@ -45,7 +45,8 @@ def simulate(chain, stats, memo=None):
     that changes nothing) is not replayed."""
     if memo is None:
         memo = {}
-    roles = [_role(t, j == len(chain.traces) - 1 and chain.first_exits, j == len(chain.traces) - 1)
+    nt = len(chain.traces)
+    roles = [_role(t, j == nt - 1 and chain.first_exits, j == nt - 1, chain.tail)
              for j, t in enumerate(chain.traces)]
     key = (tuple(map(id, chain.traces)), tuple(roles), bool(chain.tail))
     got = memo.get(key)
@@ -58,16 +59,19 @@ def simulate(chain, stats, memo=None):
 # The place of a trace in a chain: its first pass fails to the next trace
 # (MID), or it is the last and runs its side-exiting variant (LAST_X) or not
 # (LAST).  A last trace whose variant is the same as its plain first pass
-# plays LAST either way.
+# plays LAST either way, and one none of whose first pass's guards goes to
+# the tail plays MID.
 MID, LAST_X, LAST = 0, 1, 2
 
 
-def _role(t, last_x, last):
+def _role(t, last_x, last, tail):
     if not last:
         return MID
     if last_x and (t.cost_pre_x != t.cost_pre or t.first_exits or t.fails[1] != t.fails[0]):
         return LAST_X
-    return LAST
+    if tail and any(fp.to_tail for fp in t.fails[0].values()):
+        return LAST
+    return MID
 
 
 # What a trace's first pass does from a point of the sequence: it fails and
