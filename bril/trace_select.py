@@ -22,6 +22,8 @@ chain, counting successful passes, aborted ones and the instructions won or
 wasted (the cost model).
 """
 
+from collections import Counter
+
 from .record import Record
 
 from . import trace_plugin
@@ -323,11 +325,16 @@ def frequent_patterns(stats, k, most=2, cap=100_000):
         flat.extend([o] * min(n, k + 1))        # long runs: only their first windows matter
         if len(flat) > cap:
             break
-    counts = {}
-    for i in range(len(flat) - k + 1):
-        w = tuple(flat[i:i + k])
-        if w[0] >= 0 and min(w) >= 0:
-            counts[w] = counts.get(w, 0) + 1
+    # Windows of paths only: those within the stretches between exits (and
+    # over-long iterations), counted in order of first occurrence.
+    counts = Counter()
+    start = 0
+    for i in range(len(flat) + 1):
+        if i == len(flat) or flat[i] < 0:
+            if i - start >= k:
+                seg = flat[start:i]
+                counts.update(zip(*(seg[j:] for j in range(k))))
+            start = i + 1
     for o, n in stats.seq:                      # credit long uniform runs in full
         if o >= 0 and n > k + 1:
             w = (o,) * k
@@ -384,6 +391,9 @@ def _best_chain(infos, stats, cands, first_exits):
     info = infos[stats.func]
     tail = (loop_clone(info.cfg, stats.header, stats.body) is not None
             and clone_site(info.func.get("instrs", [])) is not None)
+    # What each candidate does from each point of the recording, shared by
+    # the chains and by both selections (`trace_cost.simulate`).
+    memo = stats.__dict__.setdefault("replays", {})
     best = None
     beams = [[]]
     for _ in range(MAX_CHAIN):
@@ -393,7 +403,7 @@ def _best_chain(infos, stats, cands, first_exits):
                 if any(c is b or _same_cycle(c.pattern, b.pattern) for b in base):
                     continue
                 ch = Chain(stats.func, stats.header, base + [c], first_exits, tail, stats.body)
-                ch.gain, ch.entries, ch.aborts = simulate(ch, stats)
+                ch.gain, ch.entries, ch.aborts = simulate(ch, stats, memo)
                 grown.append(ch)
         if not grown:
             break

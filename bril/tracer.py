@@ -133,7 +133,7 @@ def _optimized(prog):
 
 
 def trace_program(prog, argv, *, hot=56, out=None, run=None, record=None, optimize=True,
-                  passes=()):
+                  passes=(), cache=None):
     """Run `prog` on `argv` (printing to `out` if given) and return a
     TraceResult whose program has the paying traces spliced in.
 
@@ -151,16 +151,19 @@ def trace_program(prog, argv, *, hot=56, out=None, run=None, record=None, optimi
     the interpreter's).  Bril errors in the training run propagate.
 
     `passes`: plug-in passes (`bril.passes.registry.Pass`) run on each trace's
-    straight-line code before it is spliced (`bril.trace_plugin`)."""
+    straight-line code before it is spliced (`bril.trace_plugin`).
+
+    `cache`: a `bril.codecache.CodeCache` for the default checking runs (the
+    functions no trace changed are not generated again)."""
     from . import trace_plugin
     trace_plugin.PASSES[:] = passes
     try:
-        return _trace_program(prog, argv, hot, out, run, record, optimize)
+        return _trace_program(prog, argv, hot, out, run, record, optimize, cache)
     finally:
         trace_plugin.PASSES[:] = []
 
 
-def _trace_program(prog, argv, hot, out, run, record, optimize):
+def _trace_program(prog, argv, hot, out, run, record, optimize, cache):
     from . import interp
     record = record or interp.run_recording
     buf = io.StringIO()
@@ -177,7 +180,7 @@ def _trace_program(prog, argv, hot, out, run, record, optimize):
         # than the recording run, without its recording overhead: far beyond
         # that run's time is a hang.
         limit = CHECK_TIME_SLACK + CHECK_TIME_FACTOR * (time.perf_counter() - started)
-        run = lambda p, a: interp.run_capture(p, a, timeout=limit)  # noqa: E731
+        run = lambda p, a: interp.run_capture(p, a, timeout=limit, cache=cache)  # noqa: E731
     original_out = buf.getvalue()
     visits = rec.max_visits()
     if not any(st.counts for st in rec.loops.values()):

@@ -299,7 +299,8 @@ def _trace(prog, opts, out):
             registry.load_file(path, name)
         passes = registry.resolve_all(opts.trace_passes)
     result = trace_program(prog, opts.args, hot=opts.hot or 56, out=out,
-                           optimize=not opts.trace_no_opt, passes=passes)
+                           optimize=not opts.trace_no_opt, passes=passes,
+                           cache=_code_cache(opts))
     _write_atomically(opts.trace, _json_text(result.program))
     if opts.trace_report is not None:
         if opts.trace_report.endswith(".json"):
