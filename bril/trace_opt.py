@@ -25,7 +25,7 @@ Works on the `Item` list from `trace_build`:
 
 from .folding import const_of, fold_values
 from .numbering import ValueNumbers, const_key
-from .ops import OPS, FOLDABLE
+from .ops import FOLDABLE, INT_MAX, INT_MIN, OPS
 from .trace_build import EFFECT_OPS, Item, NotTraceable
 
 # Comparisons whose negation is another comparison (the op table's `negated`;
@@ -275,7 +275,7 @@ def single_constants(func):
     return known
 
 
-def strengthen_guards(items, fresh_name, known=None, int_min=-(1 << 63), int_max=(1 << 63) - 1):
+def strengthen_guards(items, fresh_name, known=None, int_min=INT_MIN, int_max=INT_MAX):
     """Replace groups of guards on one induction variable by the strongest one.
 
     In an unrolled counted loop the guards `i < n`, `i+1 < n`, ... all follow
