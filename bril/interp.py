@@ -397,7 +397,7 @@ def _translate(exc):
     if isinstance(exc, ZeroDivisionError):
         # `div` on operands known to be non-negative compiles to a bare `//`
         # (ops.py's py_nonneg template), which lets Python catch the zero.
-        return BrilError("division by zero")
+        return BrilError(M.DIVISION_BY_ZERO)
     if isinstance(exc, RecursionError):
         return BrilError(f"recursion too deep (more than {MAX_CALL_DEPTH} nested calls)")
     if isinstance(exc, TimeLimit):
