@@ -51,6 +51,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "test"))
 
 from corpus import BENCHMARKS, CONFORMANCE, args_of, bril_files  # noqa: E402
+from harness import dyn_count  # noqa: E402
 
 from bril import interp  # noqa: E402
 from bril.errors import BrilError  # noqa: E402
@@ -74,6 +75,16 @@ LARGER = {
     "benchmarks/mem/quicksort-hoare": "8 80 109658",
     "benchmarks/mixed/random_walk": "3 5",
 }
+
+
+def selected(files, only):
+    """(display name, path) of each program whose name contains `only`."""
+    for path, root in files:
+        name = str(path.relative_to(root).with_suffix(""))
+        if root == BENCHMARKS:
+            name = "ours/" + name
+        if only in name:
+            yield name, path
 
 
 def geomean(xs):
@@ -109,12 +120,7 @@ def main():
         return wall_times(files, opts)
     rows = []
     print(f"{'program':40} {'original':>11} {'-O':>7} {'tr-only':>7} {'traced':>7}  loop")
-    for path, root in files:
-        name = str(path.relative_to(root).with_suffix(""))
-        if root == BENCHMARKS:
-            name = "ours/" + name
-        if opts.only not in name:
-            continue
+    for name, path in selected(files, opts.only):
         prog = parse_program(path.read_text())
         args = train = args_of(path)
         m = _ALT.search(path.read_text())
@@ -161,12 +167,7 @@ def time_tracing(files, opts):
     print(f"{'program':40} {'plain s':>8} {'trace s':>8} {'ratio':>6}")
     with tempfile.TemporaryDirectory() as tmp:
         out = str(Path(tmp) / "traced.json")
-        for path, root in files:
-            name = str(path.relative_to(root).with_suffix(""))
-            if root == BENCHMARKS:
-                name = "ours/" + name
-            if opts.only not in name:
-                continue
+        for name, path in selected(files, opts.only):
             data = interp_json(path)
             args = args_of(path)
             best = {}
@@ -246,12 +247,7 @@ def wall_times(files, opts):
         tmp = Path(tmp)
         env_fill = dict(os.environ, BRIL_CACHE_DIR=str(tmp / "cache"), BRIL_JIT_PRECOMPILE="wait")
         env_warm = dict(os.environ, BRIL_CACHE_DIR=str(tmp / "cache"), BRIL_JIT_PRECOMPILE="0")
-        for path, root in files:
-            name = str(path.relative_to(root).with_suffix(""))
-            if root == BENCHMARKS:
-                name = "ours/" + name
-            if opts.only not in name:
-                continue
+        for name, path in selected(files, opts.only):
             train, large = _inputs(name, path)
             orig = interp_json(path)
             t_orig, r_orig = _best(brili + ["-p"] + large, orig, 1)
@@ -293,7 +289,8 @@ def wall_times(files, opts):
                         bad = f"the traced program printed something else ({e})"
                         break
                     if e == "brili" and inp is large:
-                        a, b = dyn_count(outs["orig"][2]), dyn_count(outs["traced"][2])
+                        a, b = (dyn_count(outs[k][2].decode(errors="replace"))
+                                for k in ("orig", "traced"))
                         dyn = b / a if a and b else None
                     ratios.append(times["traced"] / times["orig"])
             if bad:
@@ -314,11 +311,6 @@ def wall_times(files, opts):
     print(f"{'worst':42} " + " ".join(f"{max(r[1][i] for r in rows):12.3f}" for i in range(len(cols)))
           + f" {max(r[2] or 0 for r in rows):6.3f} {max(r[3] for r in rows):6.2f}"
           f" {max(r[4] for r in rows):8.2f}")
-
-
-def dyn_count(text):
-    m = re.search(rb"total_dyn_inst:\s*(\d+)", text)
-    return int(m.group(1)) if m else None
 
 
 def interp_json(path):
