@@ -269,14 +269,18 @@ class CodeCache:
         return len(found)
 
 
-def compiled_code(cache, kind, key, src, filename):
-    """compile(src, filename, "exec"), its code object kept in `cache` under (kind,
-    key) when there is a cache (loading it is far cheaper than compiling)."""
-    if cache is not None:
-        code = cache.get_marshalled(kind, key)
-        if code is not None:
-            return code
-    code = compile(src, filename, "exec")
-    if cache is not None:
+def compiled_code(cache, kind, src, filename):
+    """compile(src, filename, "exec"), its code object kept in `cache` (if any) under
+    (kind, a hash of the source, the file name and this Python's version): loading
+    it is far cheaper than compiling."""
+    if cache is None:
+        return compile(src, filename, "exec")
+    import sys
+    h = sha256(src.encode("utf-8", "surrogatepass"))
+    h.update(repr((filename, sys.version, marshal.version)).encode())
+    key = h.hexdigest()
+    code = cache.get_marshalled(kind, key)
+    if code is None:
+        code = compile(src, filename, "exec")
         cache.put_marshalled(kind, key, code)
     return code

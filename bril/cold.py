@@ -626,8 +626,7 @@ def _factory(source_of, key, cache):
     f = _FACTORIES.get((source_of, key))
     if f is None:
         src = source_of(*key)
-        code = compiled_code(cache, "cold", _source_key(src) if cache is not None else None,
-                             src, f"<bril cold {key or source_of.__name__}>")
+        code = compiled_code(cache, "cold", src, f"<bril cold {key or source_of.__name__}>")
         ns = dict(_NS)
         if source_of is not _template_source:
             from . import heap
@@ -638,12 +637,6 @@ def _factory(source_of, key, cache):
         exec(code, ns)
         f = _FACTORIES[(source_of, key)] = ns
     return f
-
-
-def _source_key(src):
-    import sys
-    from .codecache import sha256
-    return sha256((sys.version + "\0" + src).encode()).hexdigest()
 
 
 def _template_source(op):

@@ -41,7 +41,6 @@ handle at all (`any`, a variable of two types, ...) simply run interpreted.
 
 import itertools
 import os
-import sys
 import time
 
 from .errors import BrilError
@@ -928,14 +927,8 @@ class Jit:
         """compile(src), its code object kept in the code cache by the source's
         hash (a large region's marshalling functions take tens of ms to compile,
         more than loading its native unit)."""
-        from .codecache import compiled_code, sha256
-        key = None
-        if self.cache is not None:
-            import marshal
-            h = sha256(src.encode("utf-8", "surrogatepass"))
-            h.update(repr((filename, sys.version, marshal.version)).encode())
-            key = h.hexdigest()
-        return compiled_code(self.cache, "marshal", key, src, filename)
+        from .codecache import compiled_code
+        return compiled_code(self.cache, "marshal", src, filename)
 
     # --- the report ----------------------------------------------------------------------
 

@@ -150,11 +150,11 @@ def test_marshalled_entries_and_compiled_code(tmp_path):
     assert cache.get_marshalled("py", "cd" * 32) is None
     cache.put("py", "ef" * 32, b"not marshal data")                 # (another version's format)
     assert cache.get_marshalled("py", "ef" * 32) is None
-    code = compiled_code(cache, "cold", "12" * 32, "x = 6 * 7\n", "<test>")
-    again = compiled_code(cache, "cold", "12" * 32, "x = 6 * 7\n", "<test>")
+    code = compiled_code(cache, "cold", "x = 6 * 7\n", "<test>")
+    again = compiled_code(cache, "cold", "x = 6 * 7\n", "<test>")
     assert again == code and cache.hits >= 2
     ns = {}
-    exec(compiled_code(None, "cold", None, "x = 6 * 7\n", "<test>"), ns)
+    exec(compiled_code(None, "cold", "x = 6 * 7\n", "<test>"), ns)
     assert ns["x"] == 42
 
 
