@@ -135,14 +135,11 @@ class RegionLowering(FunctionLowering):
             switch.add_case(const_int(bi), self.llvm_blocks[bi])
         for bi in sorted(self.region):
             b = info.blocks[bi]
-            self.block = b
-            bld.position_at_end(self.llvm_blocks[bi])
-            if b.size:
-                bld.store(bld.add(bld.load(self.counter, typ=I64), const_int(b.size)),
-                          self.counter)
+            self.begin_block(b, self.llvm_blocks[bi])
             for instr in b.instrs:
                 self.lower_instr(instr)
             if b.term is None and not bld.block.is_terminated:
+                self.store_written()
                 bld.branch(self.target(b.succs[0]))
             elif not bld.block.is_terminated:
                 bld.unreachable()
