@@ -147,6 +147,20 @@ def best_cold_run(command, program_json, args, repeat, cache_dir, env):
     return next((r for r in runs if r.error), None) or min(runs, key=lambda r: r.seconds)
 
 
+def paired_cold_runs(commands, program_json, args, repeat, cache_dir, env):
+    """Best of `repeat` first runs of each command, taken in turn (A B A B ...):
+    on a shared machine a burst of load then hits both sides alike, and the
+    cold ratio (a difference of a few per cent) is not decided by which side
+    happened to run during it."""
+    runs = [[] for _ in commands]
+    for _ in range(repeat):
+        for command, mine in zip(commands, runs):
+            clear_program_entries(cache_dir)
+            mine.append(harness.run_interp(command, program_json, args, env=env))
+    return [next((r for r in mine if r.error), None) or min(mine, key=lambda r: r.seconds)
+            for mine in runs]
+
+
 def clear_program_entries(cache_dir):
     """Empty a code cache of everything but the run-time library builds: what a
     program leaves there (generated code, native units, profiles) is gone, so the
@@ -180,6 +194,9 @@ def main(argv=None):
                         help="runs per program and engine; the best counts (default 3)")
     parser.add_argument("--compile-repeat", type=int, default=1, metavar="N",
                         help="compilations per program; the best counts (default 1)")
+    parser.add_argument("--cold-repeat", type=int, default=5, metavar="N",
+                        help="first runs of brili and brili --jit per program, taken in "
+                             "turn; the best of each counts (default 5, at least --repeat)")
     parser.add_argument("--bril2json", default="bril2json", metavar="CMD",
                         help="text-to-JSON command (default: bril2json)")
     parser.add_argument("--ssa2", action="store_true",
@@ -204,8 +221,9 @@ def main(argv=None):
               f"  {'brili s':>8}  {'cold':>8}  {'cold jit':>8}  {'x':>5}  {'warm jit':>8}  {'x':>6}"
               f"  {'compile s':>9}  {'native s':>9}  {'x':>7}")
     print(f"wall seconds, best of {opts.repeat}.  brili s: a later run (its generated code "
-          f"cached); cold: a first run of brili; cold jit: a first run of the JIT, x = cold / "
-          f"cold jit; warm jit: a later run (cache filled), x = brili s / warm jit")
+          f"cached); cold: a first run of brili; cold jit: a first run of the JIT (the two "
+          f"cold columns: best of {max(opts.repeat, opts.cold_repeat)}, taken in turn), x = "
+          f"cold / cold jit; warm jit: a later run (cache filled), x = brili s / warm jit")
     print(f"interpreter: {opts.interp}   jit: {opts.jit or '-'}   compiler: {opts.brilc}")
     problems = 0
     cache_dir = tempfile.mkdtemp(prefix="bench-native-cache-")
@@ -233,14 +251,17 @@ def main(argv=None):
                     continue
                 # Cold against cold: a first run of plain brili also generates its
                 # Python code (a later one finds it in the cache).
-                interp_cold = best_cold_run(opts.interp, program_json, args, opts.repeat,
-                                            cache_dir, cold_env)
-                interp = best_run(opts.interp, program_json, args, opts.repeat, warm_env)
-                native = best_run(str(exe), b"", args, opts.repeat)
                 cold = warm = None
                 if opts.jit:
-                    cold = best_cold_run(opts.jit, program_json, args, opts.repeat,
-                                         cache_dir, cold_env)
+                    interp_cold, cold = paired_cold_runs(
+                        [opts.interp, opts.jit], program_json, args,
+                        max(opts.repeat, opts.cold_repeat), cache_dir, cold_env)
+                else:
+                    interp_cold = best_cold_run(opts.interp, program_json, args, opts.repeat,
+                                                cache_dir, cold_env)
+                interp = best_run(opts.interp, program_json, args, opts.repeat, warm_env)
+                native = best_run(str(exe), b"", args, opts.repeat)
+                if opts.jit:
                     harness.run_interp(opts.jit, program_json, args, env=fill_env)
                     harness.run_interp(opts.jit, program_json, args, env=fill_env)
                     warm = best_run(opts.jit, program_json, args, opts.repeat, warm_env)
