@@ -122,6 +122,28 @@ def _raise_instruction(instr, name, i):
         raise BrilError(f"{rules.where(name, i)}: {msg}")
 
 
+def may_run_long(prog):
+    """False when no function of the program can loop or call: it then runs at most
+    as many instructions as it has, so nothing in it can become hot (`brili --jit`
+    runs it as plain `brili` does).  A cycle of blocks needs a jump to a label at
+    or before the jump (falling through only goes forward), so one linear scan of
+    the labels decides.  Programs with imports may: their other files are not read."""
+    if prog.get("imports"):
+        return True
+    for func in prog.get("functions", ()):
+        seen = set()
+        for instr in func.get("instrs", ()):
+            if "label" in instr:
+                seen.add(instr["label"])
+                continue
+            op = instr.get("op")
+            if op == "call":
+                return True
+            if op in ("jmp", "br", "guard") and any(l in seen for l in instr.get("labels", ())):
+                return True
+    return False
+
+
 def load_program(text):
     """Parse JSON text into a checked program dict."""
     if isinstance(text, bytes):

@@ -82,7 +82,8 @@ options:
                (so a run is never more than about 10% slower than without
                --jit); compiled code and what was hot are kept in the code
                cache, so the next run of the same program starts native code
-               at once, without LLVM
+               at once, without LLVM.  A program with no loop and no call
+               cannot get hot: it runs as without --jit
   --jit-background
                with --jit: compile on a second thread while the program goes
                on interpreted (by default the interpreter waits for the
@@ -248,11 +249,12 @@ def _run_program(prog, filename, opts):
         if opts.tier is None:
             opts.tier = "fast"
     from bril.interp import run
+    from bril.program import may_run_long
     base_dir = os.path.dirname(os.path.abspath(filename)) if filename else None
     out = _program_output()
     if opts.trace is not None and not prog.get("imports"):
         count = _trace(prog, opts, out)
-    elif opts.jit:
+    elif opts.jit and (opts.jit_report is not None or opts.hot or may_run_long(prog)):
         count = _jit(prog, opts, out, base_dir, filename)
     else:
         if opts.trace is not None and opts.trace_report is None:

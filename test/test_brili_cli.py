@@ -7,6 +7,7 @@ traceback, and a lean start-up (no lark for JSON input).
 """
 
 import json
+import os
 import subprocess
 import sys
 
@@ -163,6 +164,32 @@ def test_json_input_does_not_import_lark_or_llvmlite():
                           capture_output=True, timeout=120)
     assert proc.stdout == b"6\n"
     assert proc.stderr == b"[]\n"
+
+
+def test_jit_leaves_a_program_that_cannot_get_hot_to_the_interpreter(tmp_path):
+    # No loop and no call: at most as many instructions run as the program has,
+    # so `--jit` does not even import the JIT (a warm run is then no slower).
+    code = ("import sys\n"
+            "from bril.cli import brili\n"
+            "try:\n    brili.main(['--jit', '-p', '5'])\nexcept SystemExit:\n    pass\n"
+            "print('bril.jit' in sys.modules, file=sys.stderr)\n")
+    env = dict(os.environ, BRIL_CACHE_DIR=str(tmp_path))
+    proc = subprocess.run([sys.executable, "-c", code], input=json.dumps(ADD_ONE).encode(),
+                          capture_output=True, timeout=120, env=env)
+    assert proc.stdout == b"6\n"
+    assert proc.stderr == b"total_dyn_inst: 3\nFalse\n"
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("@main { x: int = const 1; print x; }", False),
+    ("@main { jmp .a; .a: print; }", False),                        # forward only
+    ("@main { .a: jmp .a; }", True),                                 # a loop
+    ("@main { b: bool = const true; .a: br b .c .a; .c: }", True),   # back edge by br
+    ("@main { call @f; } @f { }", True),                             # may recurse
+])
+def test_may_run_long(text, expected):
+    from bril.program import may_run_long
+    assert may_run_long(parse_program(text)) is expected
 
 
 def test_lone_surrogate_prints_as_replacement_character():
