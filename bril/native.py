@@ -129,8 +129,7 @@ def _bounded_inlining(ref):
     chain took 48 s at -O2, 1 s this way).  Returns the functions changed (to be
     made internal again after optimisation), or [] for a small module, which
     keeps the full pipeline unchanged."""
-    internal = [f for f in ref.functions
-                if not f.is_declaration and f.linkage.name == "internal"]
+    internal = _internal_functions(ref)
     if len(internal) <= BOUNDED_FUNCTIONS:
         return []
     llvm = binding()
@@ -141,6 +140,11 @@ def _bounded_inlining(ref):
         if no_inlining:
             f.add_function_attribute("noinline")
     return [f.name for f in internal]
+
+
+def _internal_functions(ref):
+    """The module's own functions (the program's; not the run time's)."""
+    return [f for f in ref.functions if not f.is_declaration and f.linkage.name == "internal"]
 
 
 def _drop_unused(ref, names, tm):
@@ -171,8 +175,7 @@ def _codegen_level(ref, level, light):
     the IR is optimised at `level` all the same)."""
     if light:
         return 0
-    defined = sum(1 for f in ref.functions if not f.is_declaration)
-    return 0 if defined > NOINLINE_FUNCTIONS else level
+    return 0 if len(_internal_functions(ref)) > NOINLINE_FUNCTIONS else level
 
 
 def emit_llvm(module, level=2, light=False):
