@@ -138,17 +138,9 @@ def best_run(command, program_json, args, repeat, env=None):
     return min(runs, key=lambda r: r.seconds)
 
 
-def best_cold_run(command, program_json, args, repeat, cache_dir, env):
-    """Best of `repeat` first runs: the program's entries cleared before each."""
-    runs = []
-    for _ in range(repeat):
-        clear_program_entries(cache_dir)
-        runs.append(harness.run_interp(command, program_json, args, env=env))
-    return next((r for r in runs if r.error), None) or min(runs, key=lambda r: r.seconds)
-
-
 def paired_cold_runs(commands, program_json, args, repeat, cache_dir, env):
-    """Best of `repeat` first runs of each command, taken in turn (A B A B ...):
+    """Best of `repeat` first runs (the program's cache entries cleared before each)
+    of each command, taken in turn (A B A B ...):
     on a shared machine a burst of load then hits both sides alike, and the
     cold ratio (a difference of a few per cent) is not decided by which side
     happened to run during it."""
@@ -252,13 +244,11 @@ def main(argv=None):
                 # Cold against cold: a first run of plain brili also generates its
                 # Python code (a later one finds it in the cache).
                 cold = warm = None
-                if opts.jit:
-                    interp_cold, cold = paired_cold_runs(
-                        [opts.interp, opts.jit], program_json, args,
-                        max(opts.repeat, opts.cold_repeat), cache_dir, cold_env)
-                else:
-                    interp_cold = best_cold_run(opts.interp, program_json, args, opts.repeat,
-                                                cache_dir, cold_env)
+                interp_cold, *jit_cold = paired_cold_runs(
+                    [opts.interp] + ([opts.jit] if opts.jit else []), program_json, args,
+                    max(opts.repeat, opts.cold_repeat), cache_dir, cold_env)
+                if jit_cold:
+                    cold = jit_cold[0]
                 interp = best_run(opts.interp, program_json, args, opts.repeat, warm_env)
                 native = best_run(str(exe), b"", args, opts.repeat)
                 if opts.jit:
