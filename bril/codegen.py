@@ -792,7 +792,7 @@ class _Emitter:
     # --- speculation ---------------------------------------------------------------------
 
     def snapshot_vars(self):
-        keys = sorted(self.types.spec_vars, key=lambda k: (isinstance(k, tuple), str(k)))
+        keys = sorted(self.types.snapshot_keys, key=lambda k: (isinstance(k, tuple), str(k)))
         bound = set() if self.enter_anywhere else self.types.spec_bound
         sure = [k for k in keys if k in bound]
         maybe = [k for k in keys if k not in bound]

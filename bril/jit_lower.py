@@ -13,8 +13,8 @@ variable the region mentions has three slots: a definedness flag (0/1), its valu
 bool 0/1, float bit-cast, char its code point, a pointer's region id) and a
 pointer's offset.  Native code reads them all at entry and, when control
 leaves the region -- an edge to a block outside it -- writes back the
-variables the region assigns and returns the index of the block where the
-interpreter goes on.  Nothing is rolled back at an exit: the variables are
+variables the region assigns that are live there, and returns the index of
+the block where the interpreter goes on.  Nothing is rolled back at an exit: the variables are
 exactly those of the interpreter at that block (the "resume data" is the
 frame itself), so a branch that goes the other way simply leaves native code.
 
@@ -158,8 +158,10 @@ class RegionLowering(FunctionLowering):
             here = self.b.block
             blk = self.exits[t] = self.fn.append_basic_block(f"exit{t}")
             self.b.position_at_end(blk)
+            # (a variable dead at t is written before the interpreter reads it)
+            live = self.info.types.live_at(t)
             for n in self.layout.names:
-                if n in self.layout.written:
+                if n in self.layout.written and (live is None or n in live):
                     self.to_slots(n)
             self.flush_count()
             self.b.ret(const_int(t))

@@ -1155,16 +1155,19 @@ class FunctionLowering(Lowering):
         self.spec_top = self.b.alloca(PTR, name=".spec") if info.has_spec else None
         self.snapshot_type = None
         if info.has_spec:
-            # An abort restores every variable, shadow, flag and undef bit.
-            fields = [PTR, PTR] + [c.allocated_type for c in self.frame_cells()]
+            # An abort restores the variables and shadows it may find changed and
+            # its target may read (`FunctionTypes.snapshot_keys`), with their flags
+            # and undef bits.
+            fields = [PTR, PTR] + [c.allocated_type for c in self.snapshot_cells()]
             self.snapshot_type = ir.LiteralStructType(fields)
         self.block = None
         self.known = {}                 # variable -> value written in this block
         self.dirty = {}                 # ... and not yet stored in its slot
 
-    def frame_cells(self):
-        return list(self.slots.values()) + list(self.flags.values()) \
-            + list(self.undefs.values())
+    def snapshot_cells(self):
+        keys = self.info.types.snapshot_keys
+        return [cells[k] for cells in (self.slots, self.flags, self.undefs)
+                for k in cells if k in keys]
 
     # --- the body ------------------------------------------------------------------------
 
@@ -1503,7 +1506,7 @@ class FunctionLowering(Lowering):
         # Reloaded as an opaque pointer: llvmlite types GEPs on an alloca by its
         # pointee, which would mistype the field addresses.
         snap = bld.load(self.spec_top, typ=PTR)
-        fields = [prev, sp] + [bld.load(c, typ=c.allocated_type) for c in self.frame_cells()]
+        fields = [prev, sp] + [bld.load(c, typ=c.allocated_type) for c in self.snapshot_cells()]
         for i, v in enumerate(fields):
             bld.store(v, self.snapshot_field(snap, i))
         return None
@@ -1514,7 +1517,7 @@ class FunctionLowering(Lowering):
 
     def restore(self, snap):
         bld = self.b
-        for i, cell in enumerate(self.frame_cells(), start=2):
+        for i, cell in enumerate(self.snapshot_cells(), start=2):
             bld.store(bld.load(self.snapshot_field(snap, i), typ=cell.allocated_type), cell)
 
     def pop_snapshot(self, snap):

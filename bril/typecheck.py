@@ -422,11 +422,24 @@ class FunctionTypes:
         self.block_in = []          # per block: State at entry (None if unreachable)
         self.spec_bound = None      # vars definitely assigned at every `speculate` (set)
         self.spec_vars = set()      # every variable key assigned anywhere in the function
+        # The keys a `speculate` snapshot must hold: those assigned in the function
+        # and live at some guard's abort target (an abort restores nothing else: a
+        # variable dead there is written before it is read again).
+        self.snapshot_keys = set()
+        self.live = None            # (keys, per block: bit set of the keys live at entry)
         self.returns = set()        # tags that `ret` can return, plus 'none'
         self.wrap_checks = {}       # id(add/sub/mul instr) -> 'none'|'upper'|'lower'|'both'
         self.nonneg = {}            # id(div instr) -> (operand 0 proven >= 0, operand 1 >= 1)
         self.precise = True         # False if the analysis gave up (nothing is assumed)
         self.has_spec = False
+
+    def live_at(self, bi):
+        """The keys (variables, and ("shadow", s)) live at the entry of block bi, or
+        None if not known (then take every key as live)."""
+        if self.live is None:
+            return None
+        keys, live_in = self.live
+        return {keys[i] for i in _bits(live_in[bi])}
 
 
 def _result_tags(instr, args):
@@ -577,6 +590,10 @@ class _Analysis:
             else:
                 self.pos, self.loop_end = self.order, {}
         self._liveness()
+        ft.live = (self.names, self.live_in)
+        if ft.has_spec:
+            live, ids = self.spec_live, self.ids
+            ft.snapshot_keys = {k for k in ft.spec_vars if live >> ids[k] & 1}
         self.prunes = {}
         entry = {}
         for p in params:

@@ -32,6 +32,7 @@ from hypothesis import HealthCheck, given, settings
 
 import strategies
 from corpus import BENCHMARKS, args_of, bril_files, case_id
+from test_speculation import EXPECTED as RESTORES_EXPECTED, RESTORES
 from dynamic_programs import DYNAMIC_LOOP, DYNAMIC_LOOP_ERRORS, DYNAMIC_MODES, DYNAMIC_UNITS
 from bril import native
 from bril.errors import BrilError
@@ -545,6 +546,7 @@ UNIT["spec_loop"] = """
   print s;
 }"""
 
+UNIT["spec_restores"] = RESTORES     # (test_speculation.py)
 UNIT["spec_call"] = "@f { } @main { speculate; call @f; }"
 UNIT["spec_ret"] = "@main { speculate; ret; }"
 UNIT["spec_implicit_ret"] = "@main { speculate; }"
@@ -851,6 +853,12 @@ def test_speculation_in_a_loop_releases_its_snapshots(built):
     got = run_native(built["spec_loop"], [20_000_000])
     assert got.returncode == 0, got.stderr
     assert_same_as_interpreter(unit("spec_loop"), built["spec_loop"], [1000])
+
+
+@pytest.mark.parametrize("mode", sorted(RESTORES_EXPECTED))
+def test_an_abort_restores_what_its_target_reads(built, mode):
+    got = assert_same_as_interpreter(unit("spec_restores"), built["spec_restores"], [mode])
+    assert got.stdout == RESTORES_EXPECTED[mode][0]
 
 
 @pytest.mark.parametrize("name", ["spec_call", "spec_ret", "spec_implicit_ret",

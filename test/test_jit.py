@@ -176,6 +176,46 @@ def test_loops_with_returns_and_calls():
     check(RETURN_INSIDE, ["200"])
 
 
+# Leaving the loop, native code hands back only what the interpreter may read:
+# s (live at .done and .odd), not t or u (written there before any read), and
+# x, which .odd reads though the loop assigns it only now and then.
+EXITS_WRITE_BACK_WHAT_IS_READ = """
+@main(n: int) {
+  i: int = const 0; s: int = const 0; x: int = const 5; one: int = const 1;
+  two: int = const 2; big: int = const 1000;
+.h:
+  more: bool = lt i n;
+  br more .b .done;
+.b:
+  t: int = mul i i;
+  u: int = add t one;
+  s: int = add s u;
+  h: int = div i two;
+  h: int = mul h two;
+  even: bool = eq h i;
+  br even .e .n;
+.e:
+  x: int = add x i;
+.n:
+  i: int = add i one;
+  past: bool = lt s big;
+  br past .h .odd;
+.odd:
+  t: int = const 1;
+  u: int = sub x t;
+  print s x u;
+  ret;
+.done:
+  t: int = const 2;
+  print s t;
+}"""
+
+
+@pytest.mark.parametrize("args", [["100"], ["10"], ["0"]])
+def test_exits_write_back_what_is_read(args):
+    check(EXITS_WRITE_BACK_WHAT_IS_READ, args, hot=2, native=args != ["0"])
+
+
 ERRORS = {
     "division by zero": """
 @main(n: int) {
