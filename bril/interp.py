@@ -118,6 +118,7 @@ class CompiledProgram:
         self.record_mode = False    # promote to the record variant (a trace recorder runs)
         self.eager_functions = set()    # promoted at their first call (the JIT's profile)
         self.jit_code_loops = {}    # jit variants' Python names -> their loops' lines
+        self.jit_promoted = {}      # function index -> its jit variant, once promoted
         if native_heap:
             from .native import runtime_library
             self.use_native_heap(runtime_library())
@@ -287,7 +288,9 @@ class CompiledProgram:
 
     def jit_wrap(self, index, fn):
         """What a promoted function's name is bound to under the JIT (set by
-        `bril.jit.Jit.attach`: a native call, or a counting stand-in)."""
+        `bril.jit.Jit.attach`: a native call, or a counting stand-in); before the
+        JIT attaches (`bril.jit_deferred`), itself."""
+        self.jit_promoted[index] = fn
         return fn
 
     def prepare(self, root_index, record=False, jit=False):

@@ -2,7 +2,9 @@
 become native code, entered at loop headers and function entries, left at any
 block boundary.
 
-How a run goes (`bril.interp.run(..., jit=Jit())`):
+How a run goes (`bril.interp.run(..., jit=Jit())`; `brili --jit` starts with a
+`bril.jit_deferred.DeferredJit`, which brings this module in only once the run
+lasts past the sampler's first look, or at once when a profile exists):
 
 1. Every function runs in its *jit variant* (`bril.codegen`): the interpreter's
    normal code plus a counter at the function's entry and at each loop header.
@@ -301,27 +303,35 @@ class Jit:
         self.source = None              # how to rebuild the program elsewhere (precompile)
         self.arrivals = _Counter()      # eager: loop -> arrivals, function -> calls
         self.hot_seconds = _Counter()   # loop or function -> seconds seen hot
-        self.fast = {}                  # function index -> its generated code
+        self.fast = {}                  # function index -> its generated code (promoted)
         self.sampler = None
         self.stopped = False
         self.lock = None                # guards compilation (sampler vs interpreter)
 
     # --- set-up ------------------------------------------------------------------------
 
-    def attach(self, compiled):
+    def attach(self, compiled, looked_up=None, sampler_thread=None):
         """Prepare to JIT this program, cheaply: native code is set up when the first
         unit is compiled or loaded.  With a profile from earlier runs, the loops
-        and functions that were compiled then enter native code at once."""
+        and functions that were compiled then enter native code at once.
+
+        From `bril.jit_deferred`: `looked_up`, the (key, profile or None) it found;
+        `sampler_thread`, the main thread's id when attaching late, from the
+        thread that then goes on as the sampler (`_sample_loop`)."""
         import _thread
         self.compiled = compiled
         self.lock = _thread.RLock()
+        # Functions promoted before (a late attach) are there already.
+        self.fast = compiled.jit_promoted
         compiled.jit_flag_start = self._flag_start
         compiled.jit_wrap = self._wrap
         compiled.ns["_JX"] = self.enter
-        if self.cache is not None:
-            from . import jitcache
-            self.profile_key = jitcache.profile_key(compiled.linked)
-            self.profile = jitcache.load_profile(self.cache, self.profile_key, compiled.linked)
+        if looked_up is not None:
+            self.profile_key, self.profile = looked_up
+        elif self.cache is not None:
+            from .jitprofile import load_profile, profile_key
+            self.profile_key = profile_key(compiled.linked)
+            self.profile = load_profile(self.cache, self.profile_key, compiled.linked)
         profile = self.profile or {}
         main = compiled.linked.main_index()
         for index in profile.get("calls", {}):
@@ -336,7 +346,9 @@ class Jit:
             # cells.
             if self._setup_runtime():
                 self.heap = compiled.use_native_heap(self.rt)
-        if not self.eager:
+        if sampler_thread is not None:
+            self.main_thread = sampler_thread
+        elif not self.eager:
             self.main_thread = _thread.get_ident()
             self.sampler = _thread.start_new_thread(self._sample_loop, ())
         return self
@@ -710,8 +722,8 @@ class Jit:
         if not (regions or calls or hot or old):
             return                  # nothing was hot: nothing to remember
         if profile != {k: v for k, v in old.items() if k != "program"}:
-            from . import jitcache
-            jitcache.store_profile(self.cache, self.profile_key, profile, self.compiled.linked)
+            from .jitprofile import store_profile
+            store_profile(self.cache, self.profile_key, profile, self.compiled.linked)
         self._precompile(profile)
 
     def _precompile(self, profile):

@@ -43,16 +43,17 @@ def precompile(cache, key, level):
     """Build the units the profile `key` is missing; returns how many were built."""
     from . import jitcache
     from .errors import BrilError
+    from .jitprofile import load_profile, program_key, store_profile
     from .interp import CompiledProgram
     from .jit import PRECOMPILE_HOT, select_region
     from .linker import link
     source = cache.get_marshalled("program", key)
-    profile = jitcache.load_profile(cache, key)     # (the program is checked below)
+    profile = load_profile(cache, key)     # (the program is checked below)
     if source is None or profile is None:
         return 0
     prog, base_dir, lib_dirs, filename = source
     linked = link(prog, base_dir=base_dir, lib_dirs=lib_dirs, filename=filename)
-    if profile.get("program") != jitcache.program_key(linked):
+    if profile.get("program") != program_key(linked):
         return 0                    # the profile is another program's now
     compiled = CompiledProgram(linked, open(os.devnull, "w"))
     built = 0
@@ -88,7 +89,7 @@ def precompile(cache, key, level):
                     built += 1
         except BrilError:
             continue
-    jitcache.store_profile(cache, key, profile, linked)
+    store_profile(cache, key, profile, linked)
     return built
 
 

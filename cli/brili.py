@@ -321,17 +321,23 @@ def _jit(prog, opts, out, base_dir, filename):
     """`--jit`: run with hot loops compiled to native code (and write the report,
     also when the program fails)."""
     from bril.interp import run
-    from bril.jit import DEFAULT_HOT, PAY_BACK, Jit, report_text
     global _native_code_loaded
     _native_code_loaded = True
     cache = _code_cache(opts)
-    jit = Jit(hot=opts.hot or DEFAULT_HOT, background=opts.jit_background, cache=cache,
-              pay_back=0 if opts.hot else PAY_BACK, shared_heap=None)
+    if opts.hot or opts.jit_report is not None:
+        from bril.jit import DEFAULT_HOT, PAY_BACK, Jit
+        jit = Jit(hot=opts.hot or DEFAULT_HOT, background=opts.jit_background, cache=cache,
+                  pay_back=0 if opts.hot else PAY_BACK, shared_heap=None)
+    else:
+        # Sampled: the JIT comes in once the run lasts (or at once, with a profile).
+        from bril.jit_deferred import DeferredJit
+        jit = DeferredJit(cache, background=opts.jit_background, shared_heap=None)
     try:
         return run(prog, opts.args, out=out, base_dir=base_dir, lib_dirs=opts.lib_dirs,
                    filename=filename, jit=jit, cache=cache, tier=opts.tier or "auto")
     finally:
         if opts.jit_report is not None:
+            from bril.jit import report_text
             rep = jit.report()
             if opts.jit_report.endswith(".json"):
                 import json

@@ -571,6 +571,56 @@ def test_a_second_run_loads_native_code_from_the_cache(tmp_path):
     assert other.stdout == brili(["777"], PROFILE_PROGRAM).stdout
 
 
+def deferred_run(text, args, cache=None):
+    """A run as `brili --jit` makes it (no --hot, no report): (stdout, count, the
+    DeferredJit)."""
+    from bril.jit_deferred import DeferredJit
+    jit = DeferredJit(cache, background=False, shared_heap=None)
+    out = io.StringIO()
+    count = interp.run(parse_program(text), list(args), out=out, jit=jit, cache=cache)
+    return out.getvalue(), count, jit
+
+
+def test_a_short_jit_run_never_starts_the_jit():
+    # The JIT would come in at its sampler's first look (made 30 s here, so that
+    # the run is surely over by then): until then, nothing of it is imported.
+    code = ("import sys\n"
+            "from bril import jit_deferred\n"
+            "jit_deferred.FIRST_LOOK = 30\n"
+            "from bril.cli import brili\n"
+            "brili.os._exit = sys.exit\n"     # (brili leaves with os._exit after --jit)
+            "try:\n    brili.main(['--jit', '-p', '10'])\nexcept SystemExit:\n    pass\n"
+            "print(sorted(m for m in ('bril.jit', 'bril.jitcache', 'llvmlite') "
+            "if m in sys.modules), file=sys.stderr)\n")
+    proc = subprocess.run([sys.executable, "-c", code], input=json.dumps(
+        parse_program(PROFILE_PROGRAM)).encode(), capture_output=True, timeout=120)
+    assert proc.stdout == b"90\n"
+    assert proc.stderr == b"total_dyn_inst: 96\n[]\n"
+
+
+def test_the_jit_attaches_late_to_a_run_that_lasts(monkeypatch):
+    from bril import jit_deferred
+    monkeypatch.setattr(jit_deferred, "FIRST_LOOK", 0.0)
+    got = deferred_run(PROFILE_PROGRAM, ["300000"])
+    assert got[:2] == run_plain(parse_program(PROFILE_PROGRAM), ["300000"])[:2]
+    late = got[2].jit
+    assert late is not None and late.hot_seconds       # attached, and sampling
+    # (functions promoted before it came are known to it)
+    assert late.fast is late.compiled.jit_promoted
+
+
+def test_a_profile_starts_the_jit_at_once(tmp_path, monkeypatch):
+    from bril.codecache import CodeCache
+    monkeypatch.setenv("BRIL_JIT_PRECOMPILE", "wait")  # (units built after run 1)
+    cache = CodeCache(str(tmp_path))
+    plain = run_plain(parse_program(PROFILE_PROGRAM), ["2000000"])[:2]
+    first = deferred_run(PROFILE_PROGRAM, ["2000000"], cache)
+    second = deferred_run(PROFILE_PROGRAM, ["2000000"], cache)
+    assert first[:2] == second[:2] == plain
+    report = second[2].report()
+    assert report["cache_hits"] and any(r.get("entries") for r in report["regions"]), report
+
+
 def test_an_edited_program_never_runs_stale_native_code(tmp_path):
     cached_run(PROFILE_PROGRAM, ["2000000"], tmp_path)
     cached_run(PROFILE_PROGRAM, ["2000000"], tmp_path)
