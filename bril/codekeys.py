@@ -20,7 +20,7 @@ and of nothing else.
 import os
 import sys
 
-from .codecache import sha256
+from .codecache import sha256, source_digest
 from .ops import STATEFUL_OPS, TERMINATORS
 
 FORMAT = "bril-py-1"
@@ -46,13 +46,10 @@ def generator_digest():
     """A digest of our code generator's source and the Python that runs it."""
     global _generator_digest
     if _generator_digest is None:
-        h = sha256(FORMAT.encode())
-        h.update(sys.version.encode())
         here = os.path.dirname(os.path.abspath(__file__))
-        for name in GENERATOR_MODULES:
-            with open(os.path.join(here, name + ".py"), "rb") as fh:
-                h.update(fh.read())
-        _generator_digest = h.digest()
+        _generator_digest = source_digest(
+            (FORMAT + "\0" + sys.version).encode(),
+            [os.path.join(here, name + ".py") for name in GENERATOR_MODULES])
     return _generator_digest
 
 

@@ -251,14 +251,15 @@ def native_digest(level):
     ships its LLVM), the optimisation level, the C compiler, and this machine
     (architecture, CPU model and features as the kernel reports them)."""
     global _native_digest
-    from .codecache import sha256
+    from .codecache import sha256, source_digest
     if _native_digest is None:
         here = os.path.dirname(os.path.abspath(__file__))
-        h = sha256(b"bril-native-1")
-        for name in ("llvm_lower.py", "jit_lower.py", "native.py", "nativert.py", "ops.py",
-                     "heap.py", "jit.py", os.path.join("runtime", "brilrt.c")):
-            with open(os.path.join(here, name), "rb") as fh:
-                h.update(fh.read())
+        h = sha256(b"bril-native-2")
+        # (what shapes machine code and a unit's data; not bril.jit, which only
+        # decides what to compile and how to call it)
+        h.update(source_digest(b"sources", [os.path.join(here, name) for name in (
+            "llvm_lower.py", "jit_lower.py", "jitcache.py", "resume.py", "native.py",
+            "nativert.py", "ops.py", "heap.py", os.path.join("runtime", "brilrt.c"))]))
         h.update(_llvmlite_version().encode())
         h.update((c_compiler() or "").encode())
         h.update(_host_identity().encode())
