@@ -3,8 +3,8 @@
 An abort restores the variables assigned in the function that some guard's
 abort target may read (`FunctionTypes.snapshot_keys`); a variable dead there is
 written before it is read again, so leaving it as the speculation left it
-cannot be seen.  (Copying every variable made a 290-instruction region with
-345 variables take 2.5 s to compile, 0.4 s now.)  Checked here on the
+cannot be seen.  (Copying every variable made a 290-instruction JIT region
+with 345 variables take 2.5 s to compile, 0.4 s now.)  Checked here on the
 interpreter's tiers and the JIT; test_aot runs the same program under `brilc`.
 """
 
