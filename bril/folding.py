@@ -84,10 +84,32 @@ def const_of(instr):
     return None
 
 
+def exact_in_double(n):
+    """True if the integer n is read exactly by a JSON reader that reads numbers as
+    doubles -- the reference tools: every int literal our tools write must be one
+    (a folded 9000000000000000005 would read as 9000000000000000000 there)."""
+    return float(n) == n
+
+
+def exact_at_most(n):
+    """The largest integer <= n that `exact_in_double` accepts."""
+    f = float(n)
+    return int(f) if f <= n else int(math.nextafter(f, -math.inf))
+
+
+def exact_at_least(n):
+    """The smallest integer >= n that `exact_in_double` accepts."""
+    f = float(n)
+    return int(f) if f >= n else int(math.nextafter(f, math.inf))
+
+
 def representable(c, typ):
-    """True if a `const` of declared type `typ` can stand for value c in JSON."""
+    """True if a `const` of declared type `typ` can stand for value c in JSON, read
+    the same by every Bril tool."""
     if typ != c.type:                   # never write 'any' or mismatched consts
         return False
+    if c.type == "int":
+        return exact_in_double(c.value)  # (else the computation stays)
     if c.type == "float":
         return math.isfinite(c.value)   # NaN and infinities are not JSON
     if c.type == "char":

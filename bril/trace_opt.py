@@ -23,7 +23,7 @@ Works on the `Item` list from `trace_build`:
 """
 
 
-from .folding import const_of, fold_values
+from .folding import const_of, exact_at_least, exact_at_most, exact_in_double, fold_values
 from .numbering import ValueNumbers, const_key
 from .ops import FOLDABLE, INT_MAX, INT_MIN, OPS
 from .trace_build import EFFECT_OPS, Item, NotTraceable
@@ -130,8 +130,9 @@ def number_values(items, fresh_name, known=None):
             if all(a in n.consts for a in avs):
                 # (None where it would fail at run time: left to fail there)
                 value = fold_values(op, [n.consts[a] for a in avs])
-                if value is not None and isinstance(
-                        ins.get("type"), str) and ins["type"] != "any":
+                if value is not None and isinstance(ins.get("type"), str) and (
+                        ins["type"] != "any") and (
+                        ins["type"] != "int" or exact_in_double(value)):
                     ins = {"op": "const", "dest": dest, "type": ins["type"], "value": value}
                     v = n.of_const(const_key(ins["type"], value), value)
             if v is None:
@@ -371,6 +372,8 @@ def strengthen_guards(items, fresh_name, known=None, int_min=INT_MIN, int_max=IN
         # away from the 64-bit limits, so the group's other guards (offsets
         # in that range) follow from it.
         big = strongest[3]
+        if not (exact_in_double(big) and exact_in_double(strongest[3] - first[3])):
+            continue        # (a literal the reference tools would misread: leave them)
         offs = [g[3] for g in gs]
         ok = (min(offs) >= 0 if kind == "upper" else max(offs) <= 0) and (
             max(offs) <= big if kind == "upper" else min(offs) >= big)
@@ -383,7 +386,7 @@ def strengthen_guards(items, fresh_name, known=None, int_min=INT_MIN, int_max=IN
         new = []
         if ok and bound[0] == "const":
             bm = bound[1] - big
-            if int_min <= bm <= int_max:
+            if int_min <= bm <= int_max and exact_in_double(bm):
                 bv = fresh_name()
                 new.append(Item({"op": "const", "dest": bv, "type": "int", "value": bm},
                                 site, frame))
@@ -443,7 +446,10 @@ def strengthen_guards(items, fresh_name, known=None, int_min=INT_MIN, int_max=IN
         checked.add(base)
         lo, hi = offsets.get(base, (0, 0))
         pre = insert.setdefault(0, [])
-        for limit, op, needed in ((int_max - hi, "le", hi > 0), (int_min - lo, "ge", lo < 0)):
+        # (each limit moved inward to a value a double holds, for the reference
+        # tools: a stronger test, never a wrong one)
+        for limit, op, needed in ((exact_at_most(int_max - hi), "le", hi > 0),
+                                  (exact_at_least(int_min - lo), "ge", lo < 0)):
             if needed:
                 lv, cv = fresh_name(), fresh_name()
                 pre.insert(0, Item({"op": "guard", "args": [cv]}, items[0].site, 0))

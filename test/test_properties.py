@@ -5,7 +5,8 @@ Random well-formed, terminating programs (`strategies.py`) must
   2. run the same on every engine as on the deliberately simple interpreter
      (`simple_interp.py`): stdout, error or not (and the message), `-p` count;
   3. run the same after every pass alone, after `-O`, and after random
-     pipelines of passes: stdout and error behaviour;
+     pipelines of passes: stdout and error behaviour; and (with 4) never gain an
+     int literal a double cannot hold (the reference tools would misread it);
   4. when traced on one input, run the same as before on that input and on
      another one;
   5. run the same in `brili`'s checking mode (`check_facts=True`), where the
@@ -225,6 +226,21 @@ def check_engine(engine, prog, argv, expected):
     assert got.count == expected.count
 
 
+def inexact_literals(prog):
+    """The int literals of prog that a double cannot hold (the reference tools read
+    JSON numbers as doubles, so they would run a different program)."""
+    return {i["value"] for f in prog.get("functions", []) for i in f.get("instrs", [])
+            if i.get("op") == "const" and type(i.get("value")) is int
+            and float(i["value"]) != i["value"]}
+
+
+def check_portable(new, prog, what):
+    """Our tools never write an int literal a double cannot hold, unless the program
+    they were given had it."""
+    added = inexact_literals(new) - inexact_literals(prog)
+    assert not added, f"{what} wrote literals the reference tools misread: {sorted(added)}"
+
+
 def check_transformation(name, prog, argv, expected, transform=None):
     """The transformed program prints the same and fails the same way; and the
     engines agree with the simple interpreter on it too (pass output has shapes
@@ -233,6 +249,7 @@ def check_transformation(name, prog, argv, expected, transform=None):
     new = (transform or TRANSFORMATIONS[name])(prog)
     assert json_difference(prog, pristine) is None, f"{name} modified its input program"
     check_program(new)
+    check_portable(new, prog, name)
     note(f"after {name}:\n" + format_program(new))
     got = simple_interp.run(new, argv)
     assert got.stdout == expected.stdout
@@ -324,6 +341,7 @@ def check_trace(tracer, prog, argv, other_argv):
     if traced is None:
         return
     check_program(traced)
+    check_portable(traced, prog, tracer)
     note("traced:\n" + format_program(traced))
     for run_argv in (argv, other_argv):
         original = simple_interp.run(prog, run_argv)
