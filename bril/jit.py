@@ -46,6 +46,7 @@ import os
 import time
 
 from .errors import BrilError
+from .jit_deferred import SAMPLE_INTERVAL
 from .values import UNDEF
 from .resume import (Slots, decode_result, encode_arguments, get_tagged, json_type,
                      marshal_source, put_tagged)
@@ -70,9 +71,9 @@ COMPILE_PER_INSTR = 0.0005
 # A cold run compiles a loop or function only once it has run interpreted for
 # this many times the predicted cost: at worst 1/PAY_BACK slower than without.
 PAY_BACK = 12
-# The sampler looks at the running program's stack this often (seconds), this
-# many frames deep.
-SAMPLE_INTERVAL = 0.005
+# The sampler looks at the running program's stack every SAMPLE_INTERVAL seconds
+# (`bril.jit_deferred`, where the JIT comes in at the first look), this many
+# frames deep.
 SAMPLE_DEPTH = 64
 # With a profile: compile at once what an earlier run saw hot for this many times
 # the predicted cost.

@@ -18,8 +18,9 @@ import time
 
 from .jitprofile import load_profile, profile_key
 
-# When the real JIT takes over: its sampler's first look (bril.jit.SAMPLE_INTERVAL).
-FIRST_LOOK = 0.005
+# The JIT's sampler looks at the running program this often (seconds); the JIT
+# comes in at the first look.
+SAMPLE_INTERVAL = 0.005
 
 
 class DeferredJit:
@@ -54,7 +55,7 @@ class DeferredJit:
         return self
 
     def _later(self):
-        time.sleep(FIRST_LOOK)
+        time.sleep(SAMPLE_INTERVAL)
         with self.lock:
             if self.stopped:
                 return

@@ -586,7 +586,7 @@ def test_a_short_jit_run_never_starts_the_jit():
     # the run is surely over by then): until then, nothing of it is imported.
     code = ("import sys\n"
             "from bril import jit_deferred\n"
-            "jit_deferred.FIRST_LOOK = 30\n"
+            "jit_deferred.SAMPLE_INTERVAL = 30\n"
             "from bril.cli import brili\n"
             "brili.os._exit = sys.exit\n"     # (brili leaves with os._exit after --jit)
             "try:\n    brili.main(['--jit', '-p', '10'])\nexcept SystemExit:\n    pass\n"
@@ -600,7 +600,7 @@ def test_a_short_jit_run_never_starts_the_jit():
 
 def test_the_jit_attaches_late_to_a_run_that_lasts(monkeypatch):
     from bril import jit_deferred
-    monkeypatch.setattr(jit_deferred, "FIRST_LOOK", 0.0)
+    monkeypatch.setattr(jit_deferred, "SAMPLE_INTERVAL", 0.0)
     got = deferred_run(PROFILE_PROGRAM, ["300000"])
     assert got[:2] == run_plain(parse_program(PROFILE_PROGRAM), ["300000"])[:2]
     late = got[2].jit
