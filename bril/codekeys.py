@@ -20,7 +20,7 @@ and of nothing else.
 import os
 import sys
 
-from .codecache import sha256, source_digest
+from .codecache import hasher, source_digest
 from .ops import STATEFUL_OPS, TERMINATORS
 
 FORMAT = "bril-py-1"
@@ -89,7 +89,7 @@ def function_key(linked, index, variant, osr, settings):
     """The cache key (hex) of one variant of function `index` of a linked program;
     None if the key cannot be made (then the code is not cached)."""
     try:
-        h = sha256(generator_digest())
+        h = hasher(generator_digest())
     except OSError:
         return None
     options = tuple(os.environ.get(o, "") for o in GENERATOR_OPTIONS)
@@ -108,7 +108,7 @@ def call_graph_digest(linked, index, inlined_only):
     memo = linked.__dict__.setdefault("_call_graph_digests", {})
     digest = memo.get((index, inlined_only))
     if digest is None:
-        h = sha256()
+        h = hasher()
         if inlined_only:
             hash_call_graph(linked, index, h, lambda func, depth: depth == 0 or (
                 depth <= _INLINE_LEVELS and _may_inline(func)))

@@ -207,22 +207,22 @@ NATIVE_FORMATS = {"int": ("q", 8), "float": ("d", 8), "bool": ("?", 1), "char": 
                   "ptr": ("q", 16)}
 _PyBUF_WRITE = 0x200
 
-# Set by _native_setup() (ctypes is imported only when a NativeHeap is made, to keep
-# brili's start-up fast): the ctypes module, PyMemoryView_FromMemory, and the view a
-# freed region's views are replaced by (released: every access fails).
-_ctypes = _memory = _DEAD = None
+# Set by _native_setup() (when a NativeHeap is made, to keep brili's start-up
+# fast): the C types (`bril.ffi`), PyMemoryView_FromMemory, and the view a freed
+# region's views are replaced by (released: every access fails).
+_ffi = _memory = _DEAD = None
 
 
 def _native_setup():
-    global _ctypes, _memory, _DEAD
-    if _ctypes is None:
-        import ctypes
-        memory = ctypes.pythonapi.PyMemoryView_FromMemory
-        memory.restype = ctypes.py_object
-        memory.argtypes = (ctypes.c_void_p, ctypes.c_ssize_t, ctypes.c_int)
+    global _ffi, _memory, _DEAD
+    if _ffi is None:
+        from . import ffi
+        memory = ffi.function(ffi.symbol(ffi.dlopen(None), "PyMemoryView_FromMemory"),
+                              ffi.py_object, ffi.c_void_p, ffi.c_ssize_t, ffi.c_int,
+                              python_api=True)
         dead = memoryview(b"")
         dead.release()
-        _memory, _DEAD, _ctypes = memory, dead, ctypes
+        _memory, _DEAD, _ffi = memory, dead, ffi
 
 
 def elem_kind(elem):
@@ -284,11 +284,11 @@ class NativeHeap:
         self._py_free = lib.brt_py_free
         self._live = lib.brt_live_regions
         self._count = lib.brt_region_count
-        self._id = _ctypes.c_int64()
-        self._id_ref = _ctypes.byref(self._id)
-        self._freed_len = _ctypes.c_int64.in_dll(lib, "brt_freed_len")
-        self._freed = _ctypes.c_void_p.in_dll(lib, "brt_freed")
-        self._table = _ctypes.c_void_p.in_dll(lib, "brt_regions")
+        self._id = _ffi.c_int64()
+        self._id_ref = _ffi.byref(self._id)
+        self._freed_len = rt.variable("brt_freed_len", _ffi.c_int64)
+        self._freed = rt.variable("brt_freed", _ffi.c_void_p)
+        self._table = rt.variable("brt_regions", _ffi.c_void_p)
 
     def _info(self, elem):
         info = self._infos.get(id(elem))
@@ -357,7 +357,7 @@ class NativeHeap:
         """Drop the views of regions native code freed since the last sync (cheap if none)."""
         n = self._freed_len.value
         if n:
-            ids = (_ctypes.c_int64 * n).from_address(self._freed.value)
+            ids = (_ffi.c_int64 * n).from_address(self._freed.value)
             regions = self.regions
             for rid in list(ids):
                 r = regions.pop(rid, None)
@@ -385,12 +385,12 @@ class NativeHeap:
         """The NativeRegion of id rid, made from brilrt's table entry."""
         if not 0 <= rid < self._count():
             raise BrilError(f"internal error: no heap region {rid}")
-        entry = (_ctypes.c_int64 * 2).from_address(self._table.value + 16 * rid)
+        entry = (_ffi.c_int64 * 2).from_address(self._table.value + 16 * rid)
         address, size = entry[0], entry[1]
         info = self._info(elem)
         # The block header before the cells holds the cell size native code chose:
         # a view of the wrong size would reach outside the block.
-        if address and _ctypes.c_int64.from_address(address - 8).value != info.cell:
+        if address and _ffi.c_int64.from_address(address - 8).value != info.cell:
             raise BrilError(f"internal error: heap region {rid} does not hold "
                             f"{js_type_text(elem)}")
         return self._make(rid, info, size, address)

@@ -109,6 +109,7 @@ class CompiledProgram:
         self.heap = heapmod.Heap()
         self.ns = dict(_BASE_NAMESPACE)
         self.ns["_N"] = 0
+        self.out = out              # (native code's output goes to it as bytes)
         self.ns["_P"] = out.write
         self.ns["_alloc"] = self.heap.alloc
         self.ns["_free"] = self.heap.free

@@ -79,10 +79,11 @@ SAMPLE_DEPTH = 64
 # the predicted cost.
 PREDICTED_PAY_BACK = 3
 # Hot code an earlier run did not compile is compiled after the run (for the
-# next one) if it stayed hot this long (seconds): two samples.  Compiling once
+# next one) if a sample saw it (seconds: one interval).  Compiling once
 # (0.05-0.2 s, in a process of its own) pays back within a few dozen runs
-# even at this, and short runs are where most of a warm run is interpreted.
-PRECOMPILE_HOT = 0.01
+# even at this, and short runs are where most of a warm run is interpreted
+# (mat-mul 80: its printing loop, one sample, was 10 of a warm run's 40 ms).
+PRECOMPILE_HOT = SAMPLE_INTERVAL
 # A function becomes native code, whole, after this many times `hot` calls
 # (compiling one costs about as much as interpreting a few thousand calls).
 CALLS_PER_HOT = 5
@@ -301,6 +302,7 @@ class Jit:
         self.profile_key = None
         self.wanted_heap = False        # a unit needed the shared heap it did not have
         self.cache_hits = 0
+        self.missing = set()            # profile entries whose units did not load
         self.source = None              # how to rebuild the program elsewhere (precompile)
         self.arrivals = _Counter()      # eager: loop -> arrivals, function -> calls
         self.hot_seconds = _Counter()   # loop or function -> seconds seen hot
@@ -651,6 +653,7 @@ class Jit:
         blocks, entries = spec["blocks"], spec["entries"]
         unit, ukey = self._load_unit("region", index, blocks, entries)
         if unit is None:
+            self.missing.add((index, header))
             return False
         region = LoopRegion(index, None, header, set(blocks), set(entries))
         region.unit_key = ukey
@@ -663,6 +666,7 @@ class Jit:
             return False
         unit, ukey = self._load_unit("call", index, None, None)
         if unit is None:
+            self.missing.add(index)
             return False
         native = NativeCall(index, self.compiled.linked.functions[index].get("name", ""))
         native.unit_key = ukey
@@ -706,20 +710,29 @@ class Jit:
         if self.cache is None or self.profile_key is None:
             return
         old = self.profile or {}
-        regions = {}
+        # Units of earlier runs stay listed unless this run could not load them
+        # (then the precompiler builds them again) or dropped them; a loop this
+        # run never reached keeps its unit for runs that do.
+        regions = {k: v for k, v in old.get("regions", {}).items() if k not in self.missing}
+        calls = {k: v for k, v in old.get("calls", {}).items() if k not in self.missing}
         for r in self.all_regions:
+            key = (r.index, r.header)
             if r.unit_key is not None and r.dropped is None:
-                regions[(r.index, r.header)] = {"blocks": sorted(r.blocks),
-                                                "entries": sorted(r.entry_blocks)}
-        calls = {n.index: {} for n in self.all_calls
-                 if n.unit_key is not None and n.dropped is None}
+                regions[key] = {"blocks": sorted(r.blocks), "entries": sorted(r.entry_blocks)}
+            else:
+                regions.pop(key, None)
+        for n in self.all_calls:
+            if n.unit_key is not None and n.dropped is None:
+                calls[n.index] = {}
+            else:
+                calls.pop(n.index, None)
         # How long each loop and function stayed hot (the longest seen so far).
         hot = dict(old.get("hot", {}))
         for what, seconds in self.hot_seconds.items():
             hot[what] = max(hot.get(what, 0.0), round(seconds, 4))
         heap = self.heap is not None or self.wanted_heap or bool(old.get("heap"))
         profile = {"regions": regions, "calls": calls, "heap": heap, "hot": hot,
-                   "tried": old.get("tried", [])}
+                   "tried": old.get("tried", []), "tried_for": old.get("tried_for")}
         if not (regions or calls or hot or old):
             return                  # nothing was hot: nothing to remember
         if profile != {k: v for k, v in old.items() if k != "program"}:
@@ -738,11 +751,13 @@ class Jit:
             return
         todo = [w for w, seconds in profile["hot"].items() if seconds >= PRECOMPILE_HOT
                 and w not in profile["regions"] and w not in profile["calls"]
-                and w not in profile["tried"]
                 and self.regions.get(w, False) is not None and self.calls.get(w, False) is not None]
         if not todo:
             return
         from . import jitcache
+        tried = jitcache.tried_here(profile, self.level)
+        if all(w in tried for w in todo):
+            return
         jitcache.spawn_precompile(self.cache, self.profile_key, self.source, self.level,
                                   wait=mode == "wait")
 
@@ -777,9 +792,9 @@ class Jit:
         return native
 
     def _call_buffers(self, native):
-        import ctypes
-        S = (ctypes.c_int64 * max(3, 3 * len(native.types)))()
-        native.buffers = (S, (ctypes.c_double * len(S)).from_buffer(S))
+        from .ffi import c_double, c_int64
+        S = (c_int64 * max(3, 3 * len(native.types)))()
+        native.buffers = (S, (c_double * len(S)).from_buffer(S))
 
     def _shared_functions(self):
         """Functions a new MCJIT module may take from earlier ones (none for units
@@ -850,9 +865,7 @@ class Jit:
         rt = self.rt
         if rt is None:
             return
-        text = rt.take_output()
-        if text:
-            self.compiled.ns["_P"](text)
+        rt.write_output(self.compiled.ns["_P"], self.compiled.out)
         n = rt.dyn_count
         if n:
             rt.dyn_count = 0
@@ -931,9 +944,9 @@ class Jit:
         exec(self._compiled_source(src, f"<jit region {region.index} {region.header}>"), env)
         region.enter_fn, region.leave_fn = env["_in"], env["_out"]
         # slots, then the block to start at
-        import ctypes
-        S = (ctypes.c_int64 * (slots.size + 1))()
-        D = (ctypes.c_double * (slots.size + 1)).from_buffer(S)
+        from .ffi import c_double, c_int64
+        S = (c_int64 * (slots.size + 1))()
+        D = (c_double * (slots.size + 1)).from_buffer(S)
         region.buffers = (S, D)
 
     def _compiled_source(self, src, filename):

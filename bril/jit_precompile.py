@@ -39,6 +39,18 @@ def _lock(cache, key):
         return None
 
 
+def _unit(cache, ukey, level, lower):
+    """The data of unit `ukey`: from the cache if it is there (a unit an earlier run
+    could not use, for want of the shared heap), else lowered (`lower()`: module,
+    data) and built into it; None if it cannot be kept."""
+    from . import jitcache
+    meta = jitcache.stored_meta(cache, ukey)
+    if meta is not None:
+        return meta
+    module, meta = lower()
+    return meta if jitcache.build_unit(cache, ukey, module, meta, level) is not None else None
+
+
 def precompile(cache, key, level):
     """Build the units the profile `key` is missing; returns how many were built."""
     from . import jitcache
@@ -57,38 +69,43 @@ def precompile(cache, key, level):
         return 0                    # the profile is another program's now
     compiled = CompiledProgram(linked, open(os.devnull, "w"))
     built = 0
-    tried = profile.setdefault("tried", [])
+    tried = jitcache.tried_here(profile, level)
     for what, seconds in sorted(profile.get("hot", {}).items(), key=lambda kv: -kv[1]):
         if seconds < PRECOMPILE_HOT or what in profile["regions"] or what in profile["calls"] \
                 or what in tried:
             continue
-        tried.append(what)          # (once per program: what cannot be built stays so)
+        before = built
         try:
             if isinstance(what, tuple):
                 index, header = what
                 fc = compiled.function_code(index)
                 for blocks, entries in select_region(fc, header):
+                    ukey = jitcache.unit_key(linked, "region", index, blocks, entries, level)
                     try:
-                        module, meta, _, _, _ = jitcache.lower_region_unit(
-                            linked, fc, blocks, entries, "bril.unit")
+                        meta = _unit(cache, ukey, level, lambda: jitcache.lower_region_unit(
+                            linked, fc, blocks, entries, "bril.unit")[:2])
                     except BrilError:
                         continue
-                    ukey = jitcache.unit_key(linked, "region", index, blocks, entries, level)
-                    if jitcache.build_unit(cache, ukey, module, meta, level) is not None:
+                    if meta is not None:
                         profile["regions"][what] = {"blocks": sorted(blocks),
                                                     "entries": sorted(entries)}
                         profile["heap"] = profile.get("heap") or meta["heap"]
                         built += 1
                     break
             else:
-                module, meta, _, _ = jitcache.lower_call_unit(linked, what, "bril.unit")
                 ukey = jitcache.unit_key(linked, "call", what, None, None, level)
-                if jitcache.build_unit(cache, ukey, module, meta, level) is not None:
+                meta = _unit(cache, ukey, level, lambda: jitcache.lower_call_unit(
+                    linked, what, "bril.unit")[:2])
+                if meta is not None:
                     profile["calls"][what] = {}
                     profile["heap"] = profile.get("heap") or meta["heap"]
                     built += 1
         except BrilError:
-            continue
+            pass
+        if built == before:
+            # What cannot be built stays so, for this program and compiler; what
+            # was built is tried again if its unit leaves the cache (evicted).
+            jitcache.mark_tried(profile, what, level)
     store_profile(cache, key, profile, linked)
     return built
 

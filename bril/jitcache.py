@@ -3,7 +3,7 @@
 A *unit* is one piece of native code: a loop region of a function, or a
 function compiled whole (for native calls), with every function it calls
 compiled into it, so that it stands alone.  It is kept as a shared object
-(loaded with `ctypes`: no llvmlite, no LLVM at all on a hit) plus what the
+(loaded with `bril.ffi`: no llvmlite, no LLVM at all on a hit) plus what the
 interpreter needs to use it without lowering it again: its symbol, the slot
 layout of the variables it reads and writes, the layout ids of the blocks it
 can leave to.  Its key hashes what the machine code is made from:
@@ -19,19 +19,35 @@ A *profile* (`bril.jitprofile`) says which of them a program used.
 import marshal
 
 from . import resume
-from .codecache import sha256
+from .codecache import hasher
 from .jitprofile import FORMAT
 
 
 def unit_key(linked, kind, index, blocks, entries, level):
     """The key of a unit: `kind` 'region' (blocks, entries: block indices) or 'call'."""
     from .nativert import native_digest
-    h = sha256(FORMAT + native_digest(level))
+    h = hasher(FORMAT + native_digest(level))
     h.update(repr((kind, index, sorted(blocks or ()), sorted(entries or ()))).encode())
     # The function and everything it calls, transitively (compiled into the unit).
     from .codekeys import call_graph_digest
     h.update(call_graph_digest(linked, index, inlined_only=False))
     return h.hexdigest()
+
+
+def tried_here(profile, level):
+    """What the precompiler (`bril.jit_precompile`) has tried to build for this
+    profile with today's compiler (`native_digest`: after an upgrade, whose
+    units the cache no longer finds, everything is tried again)."""
+    from .nativert import native_digest
+    if profile.get("tried_for") != native_digest(level).hex():
+        return []
+    return profile.get("tried", [])
+
+
+def mark_tried(profile, what, level):
+    from .nativert import native_digest
+    profile["tried"] = tried_here(profile, level) + [what]
+    profile["tried_for"] = native_digest(level).hex()
 
 
 class LoadedUnit:
@@ -56,6 +72,15 @@ def load_unit(cache, key):
         return LoadedUnit(symbol_address(lib, meta["symbol"]), meta, lib)
     except Exception:           # (a cache failure is a miss, never an error)
         return None
+
+
+def stored_meta(cache, key):
+    """The data of the unit stored under key if the cache has it whole, else None
+    (without loading it)."""
+    data = cache.get_marshalled("unitdata", key)
+    if isinstance(data, dict) and cache.entry_path("unit", key) is not None:
+        return data
+    return None
 
 
 def store_unit(cache, key, shared_object, meta):

@@ -10,7 +10,7 @@ its profile up at start, before it knows whether anything will be hot: this
 much and no more is imported then (`bril.jit_deferred`).
 """
 
-from .codecache import sha256
+from .codecache import hasher
 
 FORMAT = b"bril-jit-2"
 
@@ -23,7 +23,7 @@ def _function_digest(linked, index, h):
 
 def program_key(linked):
     """The identity of a linked program (every function, in order, whole)."""
-    h = sha256(FORMAT + b"program")
+    h = hasher(FORMAT + b"program")
     for i in range(len(linked.functions)):
         _function_digest(linked, i, h)
     return h.hexdigest()
@@ -34,7 +34,7 @@ def profile_key(linked):
     signatures and sizes), cheap to make at every start.  The profile itself holds
     the full `program_key`, checked when one is found (`load_profile`), so that
     hashing every instruction is paid only by programs that have a profile."""
-    h = sha256(FORMAT + b"outline")
+    h = hasher(FORMAT + b"outline")
     for i, f in enumerate(linked.functions):
         h.update(repr((i, f.get("name"), f.get("args"), f.get("type"),
                        len(f.get("instrs") or ()))).encode("utf-8", "surrogatepass"))

@@ -58,10 +58,10 @@ def _built(kind, flags, suffix):
     usable cache.  The key: the source, the messages, $CC and the flags (not which
     compiler `cc` finds: any builds the same library, and looking one up on the
     PATH costs every run that finds the build in the cache)."""
-    from .codecache import CodeCache, sha256
+    from .codecache import CodeCache, hasher
     from .messages import c_header
     header = c_header()
-    key = sha256(_runtime_source() + b"\0" + header.encode() + b"\0"
+    key = hasher(_runtime_source() + b"\0" + header.encode() + b"\0"
                  + os.environ.get("CC", "").encode() + b"\0"
                  + " ".join(flags).encode()).hexdigest()
     cache = CodeCache()
@@ -127,39 +127,39 @@ class RuntimeLibrary:
     time; a new NativeHeap resets them)."""
 
     def __init__(self, path):
-        import ctypes
+        from . import ffi
         self.path = path
-        self.ctypes = ctypes
+        self.ffi = ffi
         # Global: shared objects of compiled code resolve brt_* against it (and MCJIT,
         # see JIT, once llvmlite is loaded: not before, a cached unit needs none).
-        lib = self.lib = ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
-        i64, vp = ctypes.c_int64, ctypes.c_void_p
-        lib.brt_jit_call.argtypes = (vp, vp)
-        lib.brt_jit_call.restype = i64
-        lib.brt_error_message.argtypes = ()
-        lib.brt_error_message.restype = ctypes.c_char_p
-        lib.brt_out_take.argtypes = (ctypes.POINTER(ctypes.c_size_t),)
-        lib.brt_out_take.restype = vp
-        lib.brt_py_alloc.argtypes = (i64, i64, vp)
-        lib.brt_py_alloc.restype = i64
-        lib.brt_py_free.argtypes = (i64, i64)
-        lib.brt_py_free.restype = i64
-        for name in ("brt_live_regions", "brt_region_count"):
-            getattr(lib, name).argtypes = ()
-            getattr(lib, name).restype = i64
-        lib.brt_heap_reset.argtypes = ()
-        lib.brt_heap_reset.restype = None
+        self.handle = ffi.dlopen(path, ffi.RTLD_GLOBAL)
+        i64, vp = ffi.c_int64, ffi.c_void_p
+        lib = self.lib = _Functions()
+        for name, restype, argtypes in (
+                ("brt_jit_call", i64, (vp, vp)),
+                ("brt_error_message", ffi.c_char_p, ()),
+                ("brt_out_take", vp, (vp,)),
+                ("brt_py_alloc", i64, (i64, i64, vp)),
+                ("brt_py_free", i64, (i64, i64)),
+                ("brt_live_regions", i64, ()),
+                ("brt_region_count", i64, ()),
+                ("brt_heap_reset", None, ())):
+            setattr(lib, name, ffi.function(self.address_of(name), restype, *argtypes))
         self._call = lib.brt_jit_call
         self._take = lib.brt_out_take
-        self._out_len = ctypes.c_size_t()
-        self._out_len_ref = ctypes.byref(self._out_len)
-        self._pending = ctypes.c_size_t.in_dll(lib, "brt_out_len")
-        self._dyn = i64.in_dll(lib, "brt_dyn_count")
-        self._depth = i64.in_dll(lib, "brt_depth")
+        self._out_len = ffi.c_size_t()
+        self._out_len_ref = ffi.byref(self._out_len)
+        self._pending = self.variable("brt_out_len", ffi.c_size_t)
+        self._dyn = self.variable("brt_dyn_count", i64)
+        self._depth = self.variable("brt_depth", i64)
         self.heap_owner = None      # the NativeHeap using the region table (bril.heap)
 
     def address_of(self, name):
-        return self.ctypes.cast(getattr(self.lib, name), self.ctypes.c_void_p).value
+        return self.ffi.symbol(self.handle, name)
+
+    def variable(self, name, ctype):
+        """The C variable `name` of the library, as a `ctype` (read and write .value)."""
+        return ctype.from_address(self.address_of(name))
 
     def error_message(self):
         return (self.lib.brt_error_message() or b"").decode("utf-8", "replace")
@@ -191,7 +191,29 @@ class RuntimeLibrary:
         n = self._out_len.value
         if not n:
             return ""
-        return self.ctypes.string_at(p, n).decode("utf-8", "surrogatepass")
+        return self.ffi.string_at(p, n).decode("utf-8", "surrogatepass")
+
+    def write_output(self, write, stream=None):
+        """Hand the output printed by native code since the last call on: to
+        `stream`'s binary buffer as it is, when `stream` is a UTF-8 text stream
+        (`write` is its `write`: a program's print of megabytes is not decoded
+        and encoded again), else to `write` as text.  Output with a byte 0xED
+        (which may begin an encoded lone surrogate, which the text stream's
+        error handler replaces) goes as text."""
+        if not self._pending.value:
+            return
+        p = self._take(self._out_len_ref)
+        n = self._out_len.value
+        if not n:
+            return
+        data = self.ffi.string_at(p, n)
+        buffer = getattr(stream, "buffer", None)
+        if buffer is not None and b"\xed" not in data and getattr(stream, "write", None) == write \
+                and (getattr(stream, "encoding", None) or "").lower().replace("-", "") == "utf8":
+            stream.flush()          # (what was printed before this, in order)
+            buffer.write(data)
+        else:
+            write(data.decode("utf-8", "surrogatepass"))
 
     @property
     def dyn_count(self):
@@ -208,6 +230,10 @@ class RuntimeLibrary:
     @depth.setter
     def depth(self, value):
         self._depth.value = value
+
+
+class _Functions:
+    """The run-time library's functions Python calls, by name."""
 
 
 _runtime_library = None
@@ -230,16 +256,16 @@ def runtime_library():
 
 
 def load_unit(path):
-    """A shared object of compiled code, loaded (its own symbols kept to itself; its
-    brt_* references resolve against the run-time library)."""
-    import ctypes
+    """The handle of a shared object of compiled code, loaded (its own symbols kept
+    to itself; its brt_* references resolve against the run-time library)."""
+    from . import ffi
     runtime_library()
-    return ctypes.CDLL(path, mode=ctypes.RTLD_LOCAL)
+    return ffi.dlopen(path, ffi.RTLD_LOCAL)
 
 
-def symbol_address(lib, name):
-    import ctypes
-    return ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
+def symbol_address(handle, name):
+    from . import ffi
+    return ffi.symbol(handle, name)
 
 
 _native_digest = None
@@ -251,10 +277,10 @@ def native_digest(level):
     ships its LLVM), the optimisation level, the C compiler, and this machine
     (architecture, CPU model and features as the kernel reports them)."""
     global _native_digest
-    from .codecache import sha256, source_digest
+    from .codecache import hasher, source_digest
     if _native_digest is None:
         here = os.path.dirname(os.path.abspath(__file__))
-        h = sha256(b"bril-native-2")
+        h = hasher(b"bril-native-2")
         # (what shapes machine code and a unit's data; not bril.jit, which only
         # decides what to compile and how to call it)
         h.update(source_digest(b"sources", [os.path.join(here, name) for name in (
@@ -264,7 +290,7 @@ def native_digest(level):
         h.update((c_compiler() or "").encode())
         h.update(_host_identity().encode())
         _native_digest = h.digest()
-    return sha256(_native_digest + b"level %d" % level).digest()
+    return hasher(_native_digest + b"level %d" % level).digest()
 
 
 def _llvmlite_version():

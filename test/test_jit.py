@@ -510,6 +510,46 @@ def test_cli_error_in_native_code_exits_2():
     assert done.stdout == plain.stdout
 
 
+CHAR_PRINTS = """
+@main(n: int) {
+  i: int = const 0;
+  one: int = const 1;
+  base: int = const 19990;
+  c0: char = const 'X';
+  print c0;
+.head:
+  c: bool = lt i n;
+  br c .body .done;
+.body:
+  x: int = add base i;
+  ch: char = int2char x;
+  print i ch c0;
+  i: int = add i one;
+  jmp .head;
+.done:
+  print n c0;
+}
+"""
+
+
+@pytest.mark.parametrize("c0", ["é", "\ud800", "\ud7fa"],
+                         ids=["utf8", "lone-surrogate", "hangul-0xed"])
+def test_cli_native_output_is_the_interpreters_byte_for_byte(c0):
+    # Native code's output goes to stdout's bytes as they are, in order with the
+    # interpreter's prints; output with a byte 0xED (a lone surrogate begins so, is
+    # replaced as the interpreter's stream replaces it) goes as text.
+    prog = parse_program(CHAR_PRINTS)
+    for instr in prog["functions"][0]["instrs"]:
+        if instr.get("dest") == "c0":
+            instr["value"] = c0
+    runs = [subprocess.run([sys.executable, "-m", "bril.cli.brili"] + flags + ["5"],
+                           input=json.dumps(prog).encode(), capture_output=True, timeout=120)
+            for flags in ([], ["--jit", "--hot", "1", "--jit-report", "-"])]
+    assert runs[0].returncode == runs[1].returncode == 0, runs[1].stderr
+    assert runs[1].stdout == runs[0].stdout and "0 \u4e16 ".encode() in runs[0].stdout
+    assert b"compiled in" in runs[1].stderr
+
+
 def test_cli_refuses_jit_with_trace(tmp_path):
     done = brili(["--jit", "--trace", str(tmp_path / "t.json")], ALTERNATING)
     assert done.returncode == 2
@@ -641,6 +681,70 @@ def test_a_corrupt_unit_is_rebuilt_not_run(tmp_path):
         p.write_bytes(bytes(data))
     got = cached_run(PROFILE_PROGRAM, ["2000000"], tmp_path)
     assert got.stdout == brili(["2000000"], PROFILE_PROGRAM).stdout
+
+
+def _profile(cache_dir, text):
+    from bril.codecache import CodeCache
+    from bril.jitprofile import load_profile, profile_key
+    from bril.linker import link
+    linked = link(parse_program(text))
+    cache = CodeCache(str(cache_dir))
+    return cache, profile_key(linked), load_profile(cache, profile_key(linked), linked), linked
+
+
+def _forget_units(cache_dir, text, **changes):
+    """Remove the units from the cache and change the program's profile: its loops
+    were hot, but not so long that the JIT would compile them itself next run."""
+    from bril.jitprofile import store_profile
+    units = [p for p in (cache_dir / "unit").rglob("*") if p.is_file()]
+    assert units
+    for p in units:
+        p.unlink()
+    cache, key, profile, linked = _profile(cache_dir, text)
+    hot = {what: 0.01 for what in profile["hot"]}
+    store_profile(cache, key, dict(profile, hot=hot, **changes), linked)
+    return profile
+
+
+def test_units_that_leave_the_cache_are_built_again(tmp_path):
+    # (evicted, or made by another compiler: their keys differ)
+    cached_run(PROFILE_PROGRAM, ["2000000"], tmp_path)
+    assert "compiled in 0.000 s" in cached_run(PROFILE_PROGRAM, ["2000000"], tmp_path).stderr
+    _forget_units(tmp_path, PROFILE_PROGRAM)
+    # This run interprets (the units are gone) and has them built again after it ...
+    missed = cached_run(PROFILE_PROGRAM, ["2000000"], tmp_path)
+    assert "compiled in" not in missed.stderr
+    # ... for the next, which loads them.
+    again = cached_run(PROFILE_PROGRAM, ["2000000"], tmp_path)
+    assert "compiled in 0.000 s" in again.stderr
+    assert again.stdout == missed.stdout == brili(["2000000"], PROFILE_PROGRAM).stdout
+
+
+def test_what_failed_to_build_is_tried_again_by_another_compiler(tmp_path):
+    from bril.jitcache import tried_here
+    from bril.nativert import native_digest
+    cached_run(PROFILE_PROGRAM, ["2000000"], tmp_path)
+    hot = list(_profile(tmp_path, PROFILE_PROGRAM)[2]["hot"])
+    # As if an older compiler had tried everything and failed.
+    _forget_units(tmp_path, PROFILE_PROGRAM, regions={}, calls={}, tried=hot,
+                  tried_for="an older compiler")
+    cached_run(PROFILE_PROGRAM, ["2000000"], tmp_path)
+    assert "compiled in 0.000 s" in cached_run(PROFILE_PROGRAM, ["2000000"], tmp_path).stderr
+    # With this compiler's mark on it, what failed is not tried again.
+    profile = _forget_units(tmp_path, PROFILE_PROGRAM, regions={}, calls={}, tried=hot,
+                            tried_for=native_digest(2).hex())
+    assert tried_here(_profile(tmp_path, PROFILE_PROGRAM)[2], 2) == hot
+    cached_run(PROFILE_PROGRAM, ["2000000"], tmp_path)
+    assert "compiled in" not in cached_run(PROFILE_PROGRAM, ["2000000"], tmp_path).stderr
+
+
+def test_a_run_that_misses_a_loop_keeps_its_unit(tmp_path):
+    cached_run(PROFILE_PROGRAM, ["2000000"], tmp_path)
+    listed = _profile(tmp_path, PROFILE_PROGRAM)[2]
+    assert listed["regions"] or listed["calls"]
+    cached_run(PROFILE_PROGRAM, ["0"], tmp_path)        # (the loop never runs)
+    kept = _profile(tmp_path, PROFILE_PROGRAM)[2]
+    assert (kept["regions"], kept["calls"]) == (listed["regions"], listed["calls"])
 
 
 # --- ssa2 (set/get/undef) in native code -------------------------------------------------
