@@ -146,13 +146,16 @@ def spawn_precompile(cache, key, source, level, wait=False):
     base folder, library folders, file name).  Returns at once unless `wait`."""
     if not cache.put_marshalled("program", key, source):
         return
-    import subprocess
+    import os
     import sys
     argv = [sys.executable, "-m", "bril.jit_precompile", cache.directory, key, str(level)]
+    # (os.posix_spawn, not subprocess: importing that costs the run that spawns,
+    # often a short one, several ms; its own session, so that a Ctrl-C or the
+    # terminal closing does not stop it half-way, and nothing of ours open)
+    null = [(os.POSIX_SPAWN_OPEN, fd, os.devnull, os.O_RDWR, 0) for fd in (0, 1, 2)]
     try:
-        child = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                 stderr=subprocess.DEVNULL, start_new_session=True)
-    except OSError:
+        pid = os.posix_spawn(sys.executable, argv, os.environ, file_actions=null, setsid=True)
+    except (OSError, AttributeError, TypeError):     # (no posix_spawn, or no setsid)
         return
     if wait:
-        child.wait()
+        os.waitpid(pid, 0)
