@@ -8,11 +8,26 @@ Where a guard catches a deviation is what the emitter noted for each candidate
 (`FailPoint`, by the origin of the branch in the original code).
 """
 
+import os
 from collections import namedtuple
 
 from .trace_record import LONG
 
 EXIT_COST = 3               # estimated instructions a side exit costs (copies, a jump)
+# What one instruction a chain adds to the program costs, in instructions it must
+# save on the training run to pay: every run prepares the code it reaches (type
+# inference and code generation, then loading it from the code cache; the JIT
+# compiles a traced region per instruction it holds), and the gain is an
+# estimate on one input.  Measured here (2026-11-25): mat-mul traced at every
+# unrolling (3,052 instructions for 84) takes 20 ms more than the original on a
+# warm 36-ms run, 44 ms more cold (7-15 us per added instruction), where brili
+# executes an instruction in 15-70 ns: 100-1,000 instructions.  On our loop
+# benchmarks (`bench_trace.py --wall`): 0 -> static size 4.96x, --jit traced /
+# original 1.14; 300 -> 1.81x, 1.02; 1000 -> 1.52x, 1.01 (brili 0.79, 0.82, 0.85).
+# BRIL_TRACE_GROWTH_PRICE: another price (experiments; the tests of the trace
+# machinery, on runs too short for any trace to pay, charge none).
+DEFAULT_GROWTH_PRICE = 300
+GROWTH_PRICE = int(os.environ.get("BRIL_TRACE_GROWTH_PRICE", DEFAULT_GROWTH_PRICE))
 EXITED, TAIL = "exited", "tail"     # how a failed first pass goes on (else: a rollback)
 
 

@@ -30,6 +30,7 @@ from . import trace_plugin
 from .dataflow import liveness, live_after_each
 from .ops import FOLDABLE
 from .trace_build import NotTraceable, Replayer
+from . import trace_cost
 from .trace_cost import simulate  # noqa: F401 (also read from here)
 from .trace_emit import MARK, Emitter, clone_site, count_ops, loop_clone, tail_label
 from .trace_exit import Exits, variable_types
@@ -100,10 +101,18 @@ class Chain(Record):
     # gain: float = 0.0  # estimated instructions saved on the training run
     # entries: list = []
     # aborts: list = []
+    # added: int = 0  # instructions it adds to the program (its traces, the tail copy)
+    # price: int = 0  # what each added instruction costs (`trace_cost.GROWTH_PRICE`)
     fields = ('func', 'header', 'traces', 'first_exits', 'tail', 'body', 'gain', 'entries',
-              'aborts')
+              'aborts', 'added', 'price')
     defaults = {'first_exits': True, 'tail': False, 'body': frozenset(), 'gain': 0.0, 'entries':
-                list, 'aborts': list}
+                list, 'aborts': list, 'added': 0, 'price': 0}
+
+    @property
+    def worth(self):
+        """The gain less what the added code costs: what the chain is chosen, kept
+        and dropped by."""
+        return self.gain - self.price * self.added
 
 
 # Placeholders the chain fills in: where a candidate's first pass fails to (the
@@ -351,8 +360,9 @@ def _repeats(events):
 
 
 def choose_chain(funcs, infos, stats, livecache, min_share=0.05, min_count=8,
-                 first_exits=True):
-    """The chain with the best estimated gain for one header, or None."""
+                 first_exits=True, price=None):
+    """The chain worth the most (`Chain.worth`, each added instruction at `price`,
+    default `trace_cost.GROWTH_PRICE`) for one header, or None."""
     total = sum(stats.counts)
     if total < min_count:
         return None
@@ -364,7 +374,8 @@ def choose_chain(funcs, infos, stats, livecache, min_share=0.05, min_count=8,
     if cands is None:
         cands = memo[key] = _candidates(funcs, infos, stats, livecache, total, min_share,
                                         min_count)
-    return _best_chain(infos, stats, cands, first_exits)
+    return _best_chain(infos, stats, cands, first_exits,
+                       trace_cost.GROWTH_PRICE if price is None else price)
 
 
 def _candidates(funcs, infos, stats, livecache, total, min_share, min_count):
@@ -384,13 +395,27 @@ def _candidates(funcs, infos, stats, livecache, total, min_share, min_count):
     return cands
 
 
-def _best_chain(infos, stats, cands, first_exits):
+def _can_pay(c, stats, price):
+    """Could candidate `c` pay for its code anywhere in a chain?  At best it takes
+    every recorded iteration whose path is in its pattern and saves all of the
+    original instructions of each (`replaced` a pass of `unroll` iterations)."""
+    if not price:
+        return True
+    most = sum(stats.counts[p] for p in set(c.pattern)) * c.replaced / c.unroll
+    return most > price * min(count_ops(c.body), count_ops(c.body_x or c.body))
+
+
+def _best_chain(infos, stats, cands, first_exits, price):
+    # Candidates that cannot pay for their own code are not tried (simulating the
+    # chains is most of choosing them).
+    cands = [c for c in cands if _can_pay(c, stats, price)]
     # Grow chains a candidate at a time, keeping the BEAM best of each length:
     # a trace that loses alone (its first pass taxes the other phase) can win
     # behind one that takes that phase.
     info = infos[stats.func]
-    tail = (loop_clone(info.cfg, stats.header, stats.body) is not None
-            and clone_site(info.func.get("instrs", [])) is not None)
+    clone = loop_clone(info.cfg, stats.header, stats.body)
+    tail = clone is not None and clone_site(info.func.get("instrs", [])) is not None
+    tail_size = count_ops(clone) if tail else 0
     # What each candidate does from each point of the recording, shared by
     # the chains and by both selections (`trace_cost.simulate`).
     memo = stats.__dict__.setdefault("replays", {})
@@ -404,16 +429,25 @@ def _best_chain(infos, stats, cands, first_exits):
                     continue
                 ch = Chain(stats.func, stats.header, base + [c], first_exits, tail, stats.body)
                 ch.gain, ch.entries, ch.aborts = simulate(ch, stats, memo)
+                ch.added, ch.price = _added(ch, tail_size), price
                 grown.append(ch)
         if not grown:
             break
-        grown.sort(key=lambda ch: -ch.gain)
-        if best is None or grown[0].gain > best.gain:
+        grown.sort(key=lambda ch: -ch.worth)
+        if best is None or grown[0].worth > best.worth:
             best = grown[0]
         beams = [ch.traces for ch in grown[:BEAM]]
-    if best is None or best.gain <= 0:
+    if best is None or best.worth <= 0:
         return None
     return best
+
+
+def _added(chain, tail_size):
+    """The instructions a chain adds: its traces' and the tail copy's."""
+    last = len(chain.traces) - 1
+    return (tail_size if chain.tail else 0) + sum(
+        count_ops(t.body_x if j == last and chain.first_exits else t.body)
+        for j, t in enumerate(chain.traces))
 
 
 def _same_cycle(a, b):

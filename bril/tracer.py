@@ -60,16 +60,18 @@ SMALL_PROGRAM = 500
 RECORD_BUDGET = int(os.environ.get("BRIL_TRACE_BUDGET", 300_000))
 
 
-def select(funcs, infos, recorder, first_exits=True):
-    """The chains worth splicing, best estimated gain first."""
+def select(funcs, infos, recorder, first_exits=True, price=None):
+    """The chains worth splicing, the most worth first (`Chain.worth`; `price`: what
+    an added instruction costs, default `trace_cost.GROWTH_PRICE`)."""
     livecache = {}
     chains = []
     for (fname, _), st in recorder.loops.items():
         if st.counts and is_plain(funcs[fname]):
-            ch = choose_chain(funcs, infos, st, livecache, first_exits=first_exits)
+            ch = choose_chain(funcs, infos, st, livecache, first_exits=first_exits,
+                              price=price)
             if ch is not None:
                 chains.append(ch)
-    chains.sort(key=lambda c: -c.gain)
+    chains.sort(key=lambda c: -c.worth)
     return chains
 
 
@@ -133,7 +135,7 @@ def _optimized(prog):
 
 
 def trace_program(prog, argv, *, hot=56, out=None, run=None, record=None, optimize=True,
-                  passes=(), cache=None):
+                  passes=(), cache=None, growth_price=None):
     """Run `prog` on `argv` (printing to `out` if given) and return a
     TraceResult whose program has the paying traces spliced in.
 
@@ -154,16 +156,20 @@ def trace_program(prog, argv, *, hot=56, out=None, run=None, record=None, optimi
     straight-line code before it is spliced (`bril.trace_plugin`).
 
     `cache`: a `bril.codecache.CodeCache` for the default checking runs (the
-    functions no trace changed are not generated again)."""
+    functions no trace changed are not generated again).
+
+    `growth_price`: what each instruction a chain adds costs, in instructions it
+    must save on the training input (default `trace_cost.GROWTH_PRICE`: traces
+    chosen for time; 0: for instruction counts alone, however large)."""
     from . import trace_plugin
     trace_plugin.PASSES[:] = passes
     try:
-        return _trace_program(prog, argv, hot, out, run, record, optimize, cache)
+        return _trace_program(prog, argv, hot, out, run, record, optimize, cache, growth_price)
     finally:
         trace_plugin.PASSES[:] = []
 
 
-def _trace_program(prog, argv, hot, out, run, record, optimize, cache):
+def _trace_program(prog, argv, hot, out, run, record, optimize, cache, price):
     from . import interp
     record = record or interp.run_recording
     buf = io.StringIO()
@@ -217,7 +223,7 @@ def _trace_program(prog, argv, hot, out, run, record, optimize, cache):
     best = None
     for optimized, base, brec, base_count in bases:
         for first_exits in (True, False):
-            chains = select(brec.funcs, brec.infos, brec, first_exits)
+            chains = select(brec.funcs, brec.infos, brec, first_exits, price)
             differs = any(t.first_exits for ch in chains for t in ch.traces)
             found = _paying(base, chains, argv, run, original_out, base_count)
             # Ties go to the `-O` program (tried first).

@@ -16,6 +16,7 @@ from bril.cli import no_cycle_collection
 USAGE = """\
 usage: brili [-p] [-f FILE | --text] [-L DIR]... [--tier T] [--no-cache]
              [--trace OUT.json [--hot N] [--trace-report FILE] [--trace-no-opt]
+                               [--trace-counts]
                                [--trace-pass SPEC]... [--load FILE.py NAME]...]
              [--jit [--hot N] [--jit-background] [--jit-report FILE]] [ARGS...]
        brili --cache-info | --cache-clear
@@ -55,6 +56,12 @@ options:
                most 500 instructions, if it runs fewer)
   --trace-no-opt
                with --trace: only trace the program as it is (no -O)
+  --trace-counts
+               with --trace: choose traces for the instructions they save
+               alone.  By default each instruction a trace adds must save a
+               few hundred on these ARGS (preparing code costs every run its
+               time; $BRIL_TRACE_GROWTH_PRICE sets the number): no trace for a
+               short run, shorter unrollings for a longer one
   --trace-pass SPEC
                with --trace: run the plug-in pass SPEC on each trace's
                straight-line code before it is spliced (repeatable; commas
@@ -111,6 +118,7 @@ class _Options:
         self.hot = None
         self.trace_report = None
         self.trace_no_opt = False
+        self.trace_counts = False
         self.trace_passes = []
         self.loads = []
         self.jit = False
@@ -126,6 +134,7 @@ class _Options:
 _FLAGS = {
     "-h": ("help", True), "--help": ("help", True), "--text": ("text", True),
     "--dump-py": ("dump", True), "--trace-no-opt": ("trace_no_opt", True),
+    "--trace-counts": ("trace_counts", True),
     "--jit": ("jit", True), "--jit-background": ("jit_background", True),
     "--no-cache": ("cache", False),
     "--cache-info": ("cache_command", "--cache-info"),
@@ -302,7 +311,7 @@ def _trace(prog, opts, out):
         passes = registry.resolve_all(opts.trace_passes)
     result = trace_program(prog, opts.args, hot=opts.hot or 56, out=out,
                            optimize=not opts.trace_no_opt, passes=passes,
-                           cache=_code_cache(opts))
+                           cache=_code_cache(opts), growth_price=0 if opts.trace_counts else None)
     _write_atomically(opts.trace, _json_text(result.program))
     if opts.trace_report is not None:
         if opts.trace_report.endswith(".json"):

@@ -60,6 +60,7 @@ def test_turnt_env_passes_on_benchmarks(env):
     config = tomllib.loads((ROOT / "turnt.toml").read_text())
     assert env in config["envs"], f"turnt.toml has no [envs.{env}]"
     environment = dict(os.environ)
+    environment.pop("BRIL_TRACE_GROWTH_PRICE", None)    # (traced as users trace)
     rounds = ["cold", "warm"] if env in COLD_AND_WARM else ["once"]
     if env in COLD_AND_WARM:
         environment.update(BRIL_CACHE_DIR=tempfile.mkdtemp(prefix=f"turnt-{env}-"),

@@ -106,6 +106,31 @@ def test_hot_loop_gets_a_trace_that_saves_instructions():
     assert_same_output(prog, result.program, [[n] for n in ["0", "1", "7", "20000"]])
 
 
+def _size(prog):
+    return sum(1 for f in prog["functions"] for i in f["instrs"] if "op" in i)
+
+
+def test_a_trace_must_pay_for_the_code_it_adds(monkeypatch):
+    # (the other tests charge nothing for growth: see conftest.py)
+    from bril import trace_cost
+    prog = _loop_program()
+    free = trace_program(prog, ["500"])
+    assert free.chains
+    monkeypatch.setattr(trace_cost, "GROWTH_PRICE", trace_cost.DEFAULT_GROWTH_PRICE)
+    # 500 iterations save too little for the code a trace adds: -O alone.
+    short = trace_program(prog, ["500"])
+    assert not short.chains and short.optimized and short.traced_count == short.base_count
+    # A run long enough pays for a trace, but not for the longest unrolling.
+    long = trace_program(prog, ["300000"])
+    assert long.chains and long.traced_count < long.base_count
+    for ch in long.chains:
+        assert ch.worth > 0 and ch.gain > trace_cost.GROWTH_PRICE * ch.added > 0
+    monkeypatch.setattr(trace_cost, "GROWTH_PRICE", 0)
+    unpriced = trace_program(prog, ["300000"])
+    assert _size(long.program) < _size(unpriced.program)
+    assert_same_output(prog, long.program, [[n] for n in ["0", "1", "7", "20000"]])
+
+
 SQUARES = """
 @main(n: int) {
   i: int = const 0;
@@ -298,6 +323,23 @@ def test_brili_trace_command_keeps_output_and_count(tmp_path):
     again = _brili(["-p", "3000"], json.dumps(result))
     assert again.stdout == plain.stdout
     assert again.stderr == f"total_dyn_inst: {rep['traced_count']}\n"
+
+
+def test_brili_trace_counts_chooses_for_instructions_alone(tmp_path, monkeypatch):
+    monkeypatch.delenv("BRIL_TRACE_GROWTH_PRICE")   # (as users run it)
+    prog = json.dumps(_loop_program())
+    counts = {}
+    for flags in ([], ["--trace-counts"]):
+        report = tmp_path / "report.json"
+        done = _brili(["--trace", str(tmp_path / "t.json"), "--trace-report", str(report)]
+                      + flags + ["500"], prog)
+        assert done.returncode == 0, done.stderr
+        rep = json.loads(report.read_text())
+        counts[bool(flags)] = (rep["traces"], rep["traced_count"], rep["base_count"])
+    # 500 iterations: by default no trace pays for its code (-O alone) ...
+    assert counts[False][0] == [] and counts[False][1] == counts[False][2]
+    # ... but one saves instructions.
+    assert counts[True][0] and counts[True][1] < counts[False][1]
 
 
 def test_brili_trace_no_opt_traces_the_program_as_it_is(tmp_path):
