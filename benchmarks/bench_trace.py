@@ -197,7 +197,7 @@ def time_tracing(files, opts):
 WALL_INPUTS = {
     "benchmarks/core/sum-check": "4000000",
     "benchmarks/core/check-primes": "4000",
-    "benchmarks/core/fizz-buzz": "300000",
+    "benchmarks/core/fizz-buzz": "500000",
     "benchmarks/core/primes-between": "1 6000",
     "benchmarks/mem/mat-mul": "80 109658",
 }
