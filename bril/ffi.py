@@ -16,44 +16,24 @@ llvmlite) imports ctypes anyway and may use either.
 """
 
 import _ctypes
-from _ctypes import RTLD_GLOBAL, RTLD_LOCAL, byref, sizeof  # noqa: F401 (the module's API)
+from _ctypes import RTLD_GLOBAL, RTLD_LOCAL, byref  # noqa: F401 (the module's API)
 
 
-class c_int64(_ctypes._SimpleCData):
-    _type_ = "q"
+def _simple(name, code):
+    """A simple C type, as ctypes makes c_int64 & co.: its struct-module type code."""
+    return type(name, (_ctypes._SimpleCData,), {"_type_": code})
 
 
-class c_int(_ctypes._SimpleCData):
-    _type_ = "i"
-
-
-class c_double(_ctypes._SimpleCData):
-    _type_ = "d"
-
-
-class c_void_p(_ctypes._SimpleCData):
-    _type_ = "P"
-
-
-class c_size_t(_ctypes._SimpleCData):
-    _type_ = "L"                    # (unsigned long: the size of a pointer where
-                                    # dlopen is, LP64 and 32-bit POSIX)
-
-
-class c_ssize_t(_ctypes._SimpleCData):
-    _type_ = "l"
-
-
-class c_char(_ctypes._SimpleCData):
-    _type_ = "c"
-
-
-class c_char_p(_ctypes._SimpleCData):
-    _type_ = "z"
-
-
-class py_object(_ctypes._SimpleCData):
-    _type_ = "O"
+c_int64 = _simple("c_int64", "q")
+c_int = _simple("c_int", "i")
+c_double = _simple("c_double", "d")
+c_void_p = _simple("c_void_p", "P")
+# (unsigned long: the size of a pointer wherever dlopen is, LP64 and 32-bit POSIX)
+c_size_t = _simple("c_size_t", "L")
+c_ssize_t = _simple("c_ssize_t", "l")
+c_char = _simple("c_char", "c")
+c_char_p = _simple("c_char_p", "z")
+py_object = _simple("py_object", "O")
 
 
 def dlopen(path, mode=RTLD_LOCAL):

@@ -45,6 +45,7 @@ def tried_here(profile, level):
 
 
 def mark_tried(profile, what, level):
+    """Note in the profile that building `what` failed with today's compiler."""
     from .nativert import native_digest
     profile["tried"] = tried_here(profile, level) + [what]
     profile["tried_for"] = native_digest(level).hex()

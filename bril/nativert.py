@@ -183,15 +183,17 @@ class RuntimeLibrary:
                 raise BrilError(msg.decode("utf-8", "replace"))
         return r
 
-    def take_output(self):
-        """The output printed by native code since the last call, as text."""
+    def _taken(self):
+        """The bytes native code printed since the last call (and the buffer emptied)."""
         if not self._pending.value:
-            return ""
+            return b""
         p = self._take(self._out_len_ref)
         n = self._out_len.value
-        if not n:
-            return ""
-        return self.ffi.string_at(p, n).decode("utf-8", "surrogatepass")
+        return self.ffi.string_at(p, n) if n else b""
+
+    def take_output(self):
+        """The output printed by native code since the last call, as text."""
+        return self._taken().decode("utf-8", "surrogatepass")
 
     def write_output(self, write, stream=None):
         """Hand the output printed by native code since the last call on: to
@@ -200,13 +202,9 @@ class RuntimeLibrary:
         and encoded again), else to `write` as text.  Output with a byte 0xED
         (which may begin an encoded lone surrogate, which the text stream's
         error handler replaces) goes as text."""
-        if not self._pending.value:
+        data = self._taken()
+        if not data:
             return
-        p = self._take(self._out_len_ref)
-        n = self._out_len.value
-        if not n:
-            return
-        data = self.ffi.string_at(p, n)
         buffer = getattr(stream, "buffer", None)
         if buffer is not None and b"\xed" not in data and getattr(stream, "write", None) == write \
                 and (getattr(stream, "encoding", None) or "").lower().replace("-", "") == "utf8":

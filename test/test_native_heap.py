@@ -343,3 +343,21 @@ def test_python_alloc_errors_do_not_exit(compiled):
     heap.free(p)
     with pytest.raises(BrilError, match="Tried to free illegal memory location base: 0"):
         heap.free(p)
+
+
+def test_ffi_types_are_the_ones_ctypes_makes():
+    # bril.ffi makes them from _ctypes (importing ctypes costs a warm run 1.5 ms):
+    # the same sizes here, and a C function called through them.
+    import ctypes
+    from bril import ffi
+    for name in ("c_int64", "c_int", "c_double", "c_void_p", "c_size_t", "c_ssize_t",
+                 "c_char", "c_char_p", "py_object"):
+        ours, theirs = getattr(ffi, name), getattr(ctypes, name)
+        assert ctypes.sizeof(ours) == ctypes.sizeof(theirs), name
+    process = ffi.dlopen(None)
+    strlen = ffi.function(ffi.symbol(process, "strlen"), ffi.c_size_t, ffi.c_char_p)
+    assert strlen(b"bril") == 4
+    cells = (ffi.c_int64 * 2)(7, -1)
+    assert ffi.string_at(ctypes.addressof(cells), 16) == bytes(cells)
+    with pytest.raises(AttributeError):
+        ffi.symbol(process, "no_such_symbol_in_bril")
