@@ -19,18 +19,20 @@ is imported only when a spec needs it.
 """
 
 import sys
-from dataclasses import dataclass
-from typing import Callable
 
 from bril.errors import BrilError
+from bril.record import Record
 
 
-@dataclass(frozen=True)
-class Pass:
-    name: str
-    run: Callable
-    description: str
-    plugin: bool = False        # not ours: its result is checked (run_pass)
+class Pass(Record):
+    # name: str
+    # run: callable  # program -> program
+    # description: str
+    # plugin: bool = False  # not ours: its result is checked (run_pass)
+    # (a Record, not a dataclass: `dataclasses` cost every `brili --trace` and
+    # `bril-opt` run about 10 ms of imports)
+    fields = ('name', 'run', 'description', 'plugin')
+    defaults = {'plugin': False}
 
 
 def _passes():
