@@ -1416,6 +1416,17 @@ class _RecordHooks:
     def typing(self, fc):
         return fc.generic_types
 
+    def emit_header_hook(self, loop, ind):
+        """Once the recorder has stopped listening (`_RS`: its budget ran out), a
+        frame goes on at full speed: at its next loop header it moves to the
+        osr variant (`_RX`), as the cold tier's on-stack replacement does."""
+        if loop.header not in self.fc.osr_headers:
+            return
+        cond = "_RS and not _spec" if self.has_spec else "_RS"
+        self.out.add(ind, f"if {cond}:")
+        self.out.add(ind + 1, "_N += _n")
+        self.out.add(ind + 1, f"return _RX({self.fc.index}, {loop.header}, locals())")
+
     def emit_block_event(self, b, ind):
         fc = self.fc
         if b.first_index in fc.cfg_names:

@@ -42,7 +42,7 @@ from .errors import BrilError
 from . import messages as M
 from . import heap as heapmod
 from .linker import link
-from .pynames import function_name, var_name, variant_name
+from .pynames import function_name, shadow_name, var_name, variant_name
 from .ops import HELPERS as OP_HELPERS
 from .support import CHECK_FUNCTIONS
 from .values import UNDEF, MISSING, format_float, format_value, kind_of, parse_main_args
@@ -264,11 +264,38 @@ class CompiledProgram:
     def stop_recording(self):
         """The recorder stopped listening (its budget ran out): no more events, and
         functions promoted from now on get their normal variants."""
-        self.ns.update(_RE=_no_event, _RB=_no_event, _RL=_no_event)
+        self.ns.update(_RE=_no_event, _RB=_no_event, _RL=_no_event, _RS=True)
         self.record_mode = False
         cold = self.__dict__.get("_cold")
         if cold is not None:
             cold.stop_recording()
+
+    def resume_unrecorded(self, index, header, loc):
+        """A record variant's frame once the recorder has stopped: go on at loop
+        header block `header` in function `index`'s osr variant, with the frame's
+        locals `loc` (returns what the function returns)."""
+        fc = self.function_code(index)
+        entries = self.__dict__.setdefault("_unrecorded", {})
+        entry = entries.get((index, header))
+        if entry is None:
+            entry, links = self.load_with_links(index, "osr", header)
+            if links.label_ids is not None:
+                entry = _phi_labels_to_ids(entry, links.label_ids)
+            entries[(index, header)] = entry
+        env = {}
+        for v in fc.variables:
+            n = var_name(v)
+            if n in loc:
+                env[v] = loc[n]
+        for k in set(fc.generic_types.spec_vars) | set(fc.types.spec_vars):
+            if isinstance(k, tuple) and shadow_name(k[1]) in loc:
+                env[("shadow", k[1])] = loc[shadow_name(k[1])]
+        if fc.has_phi:
+            # (phi's labels by name, as the cold tier keeps them: this frame's ids are
+            # the record variant's)
+            names = {i: lab for lab, i in fc.label_ids.items()}
+            env[2], env[3] = names.get(loc.get("_lb")), names.get(loc.get("_pl"))
+        return entry(env)
 
     def _dump_more(self, src):
         dump = _dump_requested()
@@ -520,7 +547,8 @@ def run(prog, argv=(), *, out=None, base_dir=None, lib_dirs=(), filename=None,
     values = parse_main_args(mfunc.get("args") or [], list(argv))
     try:
         if recorder is not None:
-            compiled.ns.update(_RE=recorder.enter, _RB=recorder.block, _RL=recorder.leave)
+            compiled.ns.update(_RE=recorder.enter, _RB=recorder.block, _RL=recorder.leave,
+                               _RS=False, _RX=compiled.resume_unrecorded)
             on_stop = getattr(recorder, "on_stop", None)
             if on_stop is not None:
                 on_stop.append(compiled.stop_recording)

@@ -28,6 +28,11 @@ EXIT_COST = 3               # estimated instructions a side exit costs (copies, 
 # machinery, on runs too short for any trace to pay, charge none).
 DEFAULT_GROWTH_PRICE = 300
 GROWTH_PRICE = int(os.environ.get("BRIL_TRACE_GROWTH_PRICE", DEFAULT_GROWTH_PRICE))
+# Runs of the recorded iteration sequence a chain is simulated on (the first
+# ones; what they show is scaled to the whole sequence): the simulations are
+# most of the cost of choosing traces, linear in the runs.  BRIL_TRACE_SIM_RUNS:
+# another number (experiments).
+SIM_RUNS = int(os.environ.get("BRIL_TRACE_SIM_RUNS", 1000))
 EXITED, TAIL = "exited", "tail"     # how a failed first pass goes on (else: a rollback)
 
 
@@ -68,6 +73,10 @@ def simulate(chain, stats, memo=None):
     if got is None:
         got = memo[key] = _replay(chain, stats, roles, memo)
     gain, entries, aborts = got
+    scale = memo["seq"].scale
+    if scale != 1.0:
+        return (gain * scale, [round(e * scale) for e in entries],
+                [round(a * scale) for a in aborts])
     return gain, list(entries), list(aborts)
 
 
@@ -115,7 +124,15 @@ class _Seq:
 
     def __init__(self, stats):
         self.stats = stats
-        self.seq = stats.seq
+        self.source = seq = stats.seq
+        # A long sequence is replayed on its first SIM_RUNS runs, the figures scaled
+        # by the iterations of the whole over those of the prefix (`scale`).
+        self.scale = 1.0
+        if len(seq) > SIM_RUNS:
+            whole = sum(n for _, n in seq)
+            seq = seq[:SIM_RUNS]
+            self.scale = whole / sum(n for _, n in seq)
+        self.seq = seq
         self.n_runs = len(self.seq)
         self.width = self.n_runs + 1
         self.next1 = _Memo(lambda p: self.advance(p, 1))
@@ -314,7 +331,7 @@ def _replay(chain, stats, roles, memo):
     """(gain, entries per trace, aborts per trace) of one chain: a pass of a
     trace at a time, its figures added up one by one."""
     sq = memo.get("seq")
-    if sq is None or sq.seq is not stats.seq:
+    if sq is None or sq.source is not stats.seq:
         sq = memo["seq"] = _Seq(stats)
     tail = bool(chain.tail)
     moves = []

@@ -39,6 +39,16 @@ class LoopStats:
         self.exit_paths = {}        # partial path that left the loop -> exit id
         self.exit_list = []         # exit id -> partial path
         self.full = False           # the sequence reached its cap
+        self._members = None
+
+    def members(self):
+        """The body for the recorder's membership test at every event: a frozenset
+        (a C-level test) unless the body is very large (a deep nest's bodies hold
+        blocks quadratic in its depth; `body` answers from the loop forest)."""
+        if self._members is None:
+            body = self.body
+            self._members = frozenset(body) if len(body) <= 4096 else body
+        return self._members
 
     def outcome(self, o, cap):
         # Past the cap the sequence stops (a prefix of the iterations): growing
@@ -79,10 +89,11 @@ class LoopStats:
 
 
 class _Recording:
-    __slots__ = ("stats", "events", "long")
+    __slots__ = ("stats", "body", "events", "long")
 
     def __init__(self, stats, first):
         self.stats = stats
+        self.body = stats.members()
         self.events = [first]
         self.long = False
 
@@ -173,19 +184,47 @@ class Recorder:
         for r in recs:                  # an iteration cut short by a return: drop it
             self.active.remove(r)
 
+    def _step(self, ev, bname, recs, active):
+        """A block event seen by the active recordings."""
+        # Close or continue this frame's recordings (outermost first).
+        for r in list(recs):
+            st = r.stats
+            if bname == st.header:
+                if r.long:
+                    st.outcome(LONG, self.max_seq)
+                else:
+                    r.events.append(ev)
+                    st.outcome(st.path_id(tuple(r.events)), self.max_seq)
+                r.events = [ev]
+                r.long = False
+            elif bname not in r.body:
+                st.outcome(EXIT if r.long else st.exit_id(tuple(r.events) + (ev,)),
+                           self.max_seq)
+                recs.remove(r)
+                active.remove(r)
+        # Every recording in every frame sees the event (callee blocks included).
+        for r in active:
+            if r.events and r.events[-1] is not ev and not r.long:
+                if len(r.events) >= self.max_events:
+                    r.long = True
+                    r.events = []
+                else:
+                    r.events.append(ev)
+
     def block(self, fname, bname):
+        active = self.active
         # (the budget counts work: an event costs more the more recordings see it)
-        self.left -= 1 + len(self.active)
+        self.left -= 1 + len(active)
         if self.left < 0:
             if not self.stopped:
                 self.stop()
             return
         ev = (fname, bname)
         recs = self.frames[-1]
-        active = self.active
         if active:
-            # Close or continue this frame's recordings (outermost first).
-            for r in list(recs):
+            if len(active) == 1 and recs:
+                # The common case, one recording and in this frame: `_step` inlined.
+                r = recs[0]
                 st = r.stats
                 if bname == st.header:
                     if r.long:
@@ -195,19 +234,20 @@ class Recorder:
                         st.outcome(st.path_id(tuple(r.events)), self.max_seq)
                     r.events = [ev]
                     r.long = False
-                elif bname not in st.body:
+                elif bname not in r.body:
                     st.outcome(EXIT if r.long else st.exit_id(tuple(r.events) + (ev,)),
                                self.max_seq)
-                    recs.remove(r)
-                    active.remove(r)
-            # Every recording in every frame sees the event (callee blocks included).
-            for r in active:
-                if r.events and r.events[-1] is not ev and not r.long:
-                    if len(r.events) >= self.max_events:
+                    recs.clear()
+                    active.clear()
+                elif not r.long:
+                    events = r.events
+                    if len(events) >= self.max_events:
                         r.long = True
                         r.events = []
                     else:
-                        r.events.append(ev)
+                        events.append(ev)
+            else:
+                self._step(ev, bname, recs, active)
         hs = self._headers.get(fname)
         if hs is None:
             # A function's loops are looked for only once one of its blocks has run
@@ -225,7 +265,10 @@ class Recorder:
         st = hs.get(bname)
         if st is not None:
             st.visits += 1
-            if st.visits >= self.hot and not any(r.stats is st for r in recs):
+            if st.visits >= self.hot:
+                for r in recs:
+                    if r.stats is st:
+                        return
                 r = _Recording(st, ev)
                 recs.append(r)
                 active.append(r)

@@ -45,6 +45,12 @@ BEAM = 3                    # chains of each length kept while growing them
 # (a matrix dimension, a string length), and a trace with it unrolled fails on
 # every other input.  The inner loop gets its own trace instead.
 MAX_REPEAT = 4
+# A trace's code is at least this share of the original instructions a pass of it
+# replaces (the least seen on our corpus, 2026-11-25: 0.198, a loop unrolled 32
+# times whose invariant work moved out of it; 0.39 unrolled once): a pass saves at
+# most what it replaces, so a pattern taken no more than `price * MIN_BODY_SHARE`
+# passes cannot pay for its code (`_can_pay`, known before it is built).
+MIN_BODY_SHARE = 0.1
 
 
 class Candidate(Record):
@@ -368,21 +374,26 @@ def choose_chain(funcs, infos, stats, livecache, min_share=0.05, min_count=8,
         return None
     # The candidates do not depend on `first_exits`: built once per loop (the
     # second selection reuses them).
-    key = (min_share, min_count)
+    price = trace_cost.GROWTH_PRICE if price is None else price
+    key = (min_share, min_count, price)
     memo = stats.__dict__.setdefault("candidates", {})
     cands = memo.get(key)
     if cands is None:
         cands = memo[key] = _candidates(funcs, infos, stats, livecache, total, min_share,
-                                        min_count)
-    return _best_chain(infos, stats, cands, first_exits,
-                       trace_cost.GROWTH_PRICE if price is None else price)
+                                        min_count, price)
+    return _best_chain(infos, stats, cands, first_exits, price)
 
 
-def _candidates(funcs, infos, stats, livecache, total, min_share, min_count):
+def _candidates(funcs, infos, stats, livecache, total, min_share, min_count, price=0):
     cands = []
     for k in UNROLLS:
         for pattern in frequent_patterns(stats, k):
-            if sum(stats.counts[p] for p in set(pattern)) < max(min_count, min_share * total):
+            taken = sum(stats.counts[p] for p in set(pattern))
+            if taken < max(min_count, min_share * total):
+                continue
+            if taken / k <= price * MIN_BODY_SHARE:
+                # Too few passes to pay for its code, however good (not built:
+                # building is most of choosing on a short run).
                 continue
             if any(_repeats(stats.path_list[p]) > MAX_REPEAT for p in set(pattern)):
                 continue

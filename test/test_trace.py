@@ -12,6 +12,7 @@ import pytest
 from bril import interp
 from bril.errors import BrilError
 from bril.text import parse_program
+from bril.trace_emit import count_ops
 from bril.tracer import MARK, trace_program
 
 from corpus import BENCHMARKS, CONFORMANCE, args_of, bril_files, case_id
@@ -85,11 +86,14 @@ LOOP = """
 """
 
 
-def _loop_program():
+def _loop_text():
     # `rem2` is not an op: build the callee from real ops instead.
-    text = LOOP.replace("r: int = rem2 i two;", "q: int = div i two;\n  q: int = mul q two;\n"
+    return LOOP.replace("r: int = rem2 i two;", "q: int = div i two;\n  q: int = mul q two;\n"
                         "  d: int = sub i q;\n  r: int = add s d;")
-    return parse_program(text)
+
+
+def _loop_program():
+    return parse_program(_loop_text())
 
 
 def test_hot_loop_gets_a_trace_that_saves_instructions():
@@ -129,6 +133,39 @@ def test_a_trace_must_pay_for_the_code_it_adds(monkeypatch):
     unpriced = trace_program(prog, ["300000"])
     assert _size(long.program) < _size(unpriced.program)
     assert_same_output(prog, long.program, [[n] for n in ["0", "1", "7", "20000"]])
+
+
+def test_a_pattern_taken_too_few_times_is_not_built(monkeypatch):
+    # A pass saves at most what it replaces, and a trace's code is at least
+    # MIN_BODY_SHARE of that: a pattern taken no more than price * MIN_BODY_SHARE
+    # passes cannot pay, and is not even built (building is most of choosing
+    # traces on a short run).
+    from bril import trace_cost, trace_select
+    built = []
+    real = trace_select.build_candidate
+
+    def spy(funcs, infos, stats, pattern, *rest):
+        built.append((sum(stats.counts[p] for p in set(pattern)), len(pattern)))
+        return real(funcs, infos, stats, pattern, *rest)
+
+    monkeypatch.setattr(trace_select, "build_candidate", spy)
+    monkeypatch.setattr(trace_cost, "GROWTH_PRICE", trace_cost.DEFAULT_GROWTH_PRICE)
+    prog = _loop_program()
+    limit = trace_cost.DEFAULT_GROWTH_PRICE * trace_select.MIN_BODY_SHARE
+    trace_program(prog, ["80"], optimize=False)        # 25 iterations recorded
+    assert built == []
+    trace_program(prog, ["500"], optimize=False)       # 445
+    assert built and all(taken / k > limit for taken, k in built)
+    assert max(k for _, k in built) < max(trace_select.UNROLLS)
+    # The bound holds for what is built (the rule's premise), here at every unrolling.
+    monkeypatch.setattr(trace_cost, "GROWTH_PRICE", 0)
+    rec = _recorded(_loop_text(), ["5000"], optimize=False)
+    st = next(st for st in rec.loops.values() if st.counts)
+    cands = trace_select._candidates(rec.funcs, rec.infos, st, {}, sum(st.counts), 0.05, 8)
+    assert {c.unroll for c in cands} == set(trace_select.UNROLLS)
+    for c in cands:
+        assert min(count_ops(c.body), count_ops(c.body_x)) >= \
+            trace_select.MIN_BODY_SHARE * c.replaced
 
 
 SQUARES = """
@@ -615,12 +652,15 @@ def test_recorder_keeps_the_path_that_left_the_loop():
     assert st.events_of(exits[0]) == (("main", "dot"), ("main", "dot_done"))
 
 
-def test_trip_count_tail_aborts_before_any_work():
+def test_trip_count_tail_aborts_before_any_work(monkeypatch):
     # Unrolled 4 times over a 15-iteration loop, every pass ends 3 iterations
     # short.  The four loop tests become one guard at the top of the pass
     # (`t < k - 4`), so leaving there costs only that test: the simulation
-    # charges exactly that, not a pass's worth of work.
+    # charges exactly that, not a pass's worth of work.  (The whole sequence
+    # replayed: exact figures.)
+    from bril import trace_cost
     from bril.trace_cost import FailPoint, simulate
+    monkeypatch.setattr(trace_cost, "SIM_RUNS", 1 << 30)
     from bril.trace_select import Chain, build_candidate
     rec = _recorded(DOT, ["2000", "15"])
     st = rec.loops[("main", "dot_body")]       # -O rotates the loop
@@ -645,6 +685,30 @@ def test_trip_count_tail_aborts_before_any_work():
     tail_run = (c.replaced - c.cost_pre) + 2 * (c.replaced - c.cost_loop) - 2
     gain, _, _ = simulate(Chain("main", "dot_body", [c], tail=True), st)
     assert gain == first_run + runs * tail_run
+
+
+def test_a_long_sequence_is_simulated_on_a_prefix_scaled_to_the_whole(monkeypatch):
+    # The simulations are linear in the recorded runs: past SIM_RUNS runs, the
+    # first SIM_RUNS are replayed and the figures scaled to the iterations of
+    # the whole sequence.  On a regular loop that is the whole replay's result.
+    from bril import trace_cost
+    from bril.trace_cost import simulate
+    from bril.trace_select import Chain, build_candidate
+    rec = _recorded(DOT, ["2000", "15"])
+    st = rec.loops[("main", "dot_body")]
+    assert len(st.seq) > 3000
+    c = build_candidate(rec.funcs, rec.infos, st, (0, 0, 0, 0), {}, 0)
+    monkeypatch.setattr(trace_cost, "SIM_RUNS", 1 << 30)
+    whole = simulate(Chain("main", "dot_body", [c], tail=True), st)
+    assert whole[0] > 0
+    monkeypatch.setattr(trace_cost, "SIM_RUNS", 200)
+    memo = {}
+    part = simulate(Chain("main", "dot_body", [c], tail=True), st, memo)
+    assert memo["seq"].n_runs == 200
+    assert part[0] == pytest.approx(whole[0], rel=0.01)
+    assert part[1] == pytest.approx(whole[1], rel=0.01)
+    assert part[2] == pytest.approx(whole[2], rel=0.01)
+    assert part[0] != whole[0]          # (it did replay only the prefix)
 
 
 def test_lone_loop_guard_moved_to_the_top_keeps_its_side_exit():

@@ -142,6 +142,36 @@ def test_budget_stops_recording():
         sum(sum(st.counts) for st in full.loops.values())
 
 
+@pytest.mark.parametrize("path", CASES)
+def test_after_the_budget_the_run_goes_on_exactly(path):
+    """Once the recorder stops listening, every frame moves to the plain code at its
+    next loop header (`resume_unrecorded`): output and count stay exact."""
+    prog = parse_program(path.read_text())
+    args = args_of(path)
+    funcs = {f["name"]: f for f in prog["functions"]}
+    assert record(prog, args, Recorder(funcs, {}, hot=5, budget=200)) == \
+        record(prog, args, None)
+
+
+def test_after_the_budget_no_event_is_reported(monkeypatch):
+    """The rest of the run reports nothing, not even to a no-op: the frames
+    running record variants leave them at their next loop header."""
+    calls = [0]
+
+    def counting(*args):
+        calls[0] += 1
+
+    monkeypatch.setattr(interp, "_no_event", counting)
+    prog = _loop_calls()
+    funcs = {f["name"]: f for f in prog["functions"]}
+    rec = Recorder(funcs, {}, hot=5, budget=500)
+    # (tier "fast": record variants from the start, so the stop finds frames in them)
+    assert record(prog, ["300"], rec, tier="fast") == record(prog, ["300"], None)
+    assert rec.stopped
+    # (the old way: every later block of the 300 * 300 iterations, ~270,000 events)
+    assert calls[0] < 100
+
+
 def test_cold_code_is_not_generated():
     """A recording run generates code only for what got hot: a function that
     runs once stays in the cold tier (no FunctionCode, no record variant)."""
