@@ -222,15 +222,22 @@ def _trace_program(prog, argv, hot, out, run, record, optimize, cache, price):
             bases.insert(0, (True, base, orec, ocount))
     best = None
     for optimized, base, brec, base_count in bases:
+        options = []
         for first_exits in (True, False):
             chains = select(brec.funcs, brec.infos, brec, first_exits, price)
-            differs = any(t.first_exits for ch in chains for t in ch.traces)
+            options.append((-sum(ch.gain for ch in chains), len(options), chains))
+            if not any(t.first_exits for ch in chains for t in ch.traces):
+                break           # the second selection would be the same
+        # Both selections are estimated on the same recording: the one estimated to
+        # save more is checked (each check is a whole run), the other only if that
+        # one's chains did not all pass.  Ties go to the `-O` program (tried first).
+        options.sort(key=lambda o: o[:2])
+        for _, _, chains in options:
             found = _paying(base, chains, argv, run, original_out, base_count)
-            # Ties go to the `-O` program (tried first).
             if best is None or found[3] < best[0][3]:
                 best = (found, optimized, base_count)
-            if not differs:
-                break           # the second selection would be the same
+            if not found[4]:
+                break
     (traced, chains, t_out, t_count, dropped), optimized, base_count = best
     return TraceResult(traced, chains, count, t_count, original_out, t_out, dropped, visits,
                        optimized, base_count)
