@@ -174,6 +174,14 @@ def block_names(instrs):
     return out
 
 
+def block_sizes(func):
+    """{CFG block name: its instructions} of a function (what a run counts for the
+    block, labels not counted), as `block_names` names the blocks."""
+    instrs = func.get("instrs") or []
+    return {name: sum(1 for i in body if "op" in i)
+            for name, label, body, first in named_blocks(instrs)}
+
+
 class Graph:
     """Nodes and edges only: what orders, dominance (`bril.dominance`) and loops
     need.  `CFG` is one; the engines' indexed blocks (`bril.blocks`) make one

@@ -73,7 +73,8 @@ def simulate(chain, stats, memo=None):
     if got is None:
         got = memo[key] = _replay(chain, stats, roles, memo)
     gain, entries, aborts = got
-    scale = memo["seq"].scale
+    # (a prefix of the sequence stands for the sequence, the recording for the run)
+    scale = memo["seq"].scale * stats.scale
     if scale != 1.0:
         return (gain * scale, [round(e * scale) for e in entries],
                 [round(a * scale) for a in aborts])

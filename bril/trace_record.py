@@ -15,7 +15,7 @@ when an iteration exceeded the length cap.  The selection step simulates
 candidate traces over that sequence to see what they would save and waste.
 """
 
-from .cfg import natural_loops
+from .cfg import block_sizes, natural_loops
 
 EXIT = -1          # the loop was left along a path not kept
 LONG = -2
@@ -39,6 +39,10 @@ class LoopStats:
         self.exit_paths = {}        # partial path that left the loop -> exit id
         self.exit_list = []         # exit id -> partial path
         self.full = False           # the sequence reached its cap
+        self.last = None            # the recorder's `left` at its latest outcome
+        self.running = False        # still running when the recorder stopped
+        self.scale = 1.0            # the whole run's iterations per recorded one (est.)
+        self.start = None           # instructions heard when its first recording began
         self._members = None
 
     def members(self):
@@ -89,11 +93,12 @@ class LoopStats:
 
 
 class _Recording:
-    __slots__ = ("stats", "body", "events", "long")
+    __slots__ = ("stats", "body", "events", "long", "since")
 
-    def __init__(self, stats, first):
+    def __init__(self, stats, first, left):
         self.stats = stats
         self.body = stats.members()
+        self.since = left               # the recorder's `left` when this iteration began
         self.events = [first]
         self.long = False
 
@@ -115,6 +120,9 @@ class Recorder:
         self.max_seq = max_seq
         self._loops = {}                # (func, header) -> LoopStats
         self._headers = {}              # func -> {header: LoopStats}
+        self._blocks = {}               # func -> {block: (instructions, LoopStats or None)}
+        self.instrs = 0                 # instructions of the events taken in (see `heard`)
+        self._sizes = {}                # func -> {block: instructions}
         self._order = {}                # func -> rank of its first block event
         self._early = {}                # func -> {block: visits} until its loops are known
         self.frames = []                # per frame: list of active _Recording
@@ -139,17 +147,51 @@ class Recorder:
             if info is None:
                 info = self.infos[fname] = FunctionInfo(self.funcs[fname])
             early = self._early.pop(fname, {})
+            sizes = self._sizes_of(fname)
+            self.instrs += sum(n * sizes[b] for b, n in early.items())
             hs = {}
             for loop in natural_loops(info.cfg):
                 st = LoopStats(fname, loop.header, loop.body)
                 st.visits = early.get(loop.header, 0)
                 hs[loop.header] = self._loops[(fname, loop.header)] = st
             self._headers[fname] = hs
+            self._blocks[fname] = {b: (n, hs.get(b)) for b, n in sizes.items()}
         return hs
 
+    def scale_to(self, count):
+        """Once the run is over (`count` instructions): a loop still running when
+        the recorder stopped is taken to have gone on as recorded for the rest of
+        the run (`LoopStats.scale`: the instructions of the run from its first
+        recorded iteration on, over those heard from then); the others were
+        recorded whole."""
+        if not self.stopped:
+            return
+        heard = self.heard()
+        for st in self._loops.values():
+            st.scale = 1.0
+            if st.running and st.start is not None and heard > st.start:
+                # (from its first recorded iteration on: the run before it did not
+                # run it)
+                st.scale = max(1.0, (count - st.start) / (heard - st.start))
+
+    def heard(self):
+        """The instructions of the block events taken in so far."""
+        instrs = self.instrs
+        for fname, early in self._early.items():
+            sizes = self._sizes_of(fname)
+            instrs += sum(n * sizes[b] for b, n in early.items())
+        return instrs
+
+    def _sizes_of(self, fname):
+        sizes = self._sizes.get(fname)
+        if sizes is None:
+            sizes = self._sizes[fname] = block_sizes(self.funcs[fname])
+        return sizes
+
     def max_visits(self):
-        """The visits of the busiest loop header so far."""
-        best = max((st.visits for st in self._loops.values()), default=0)
+        """The visits of the busiest loop header so far (for one still running when
+        the recorder stopped, as `scale_to` estimates them for the whole run)."""
+        best = max((round(st.visits * st.scale) for st in self._loops.values()), default=0)
         for fname, early in list(self._early.items()):
             # A function whose loops were never looked at: only if one of its
             # labeled blocks (a header has a label) ran more often than that header.
@@ -166,6 +208,14 @@ class Recorder:
     def stop(self):
         """Stop listening: the iterations being recorded are dropped (as when a
         return cuts one short), every later event is ignored."""
+        # The loops still running: those being recorded, and those whose latest
+        # iteration ended during the current iteration of one being recorded (an
+        # inner loop, or a callee's, between two of its runs).
+        since = max((r.since for r in self.active), default=None)
+        for st in self._loops.values():
+            st.running = since is not None and st.last is not None and st.last <= since
+        for r in self.active:
+            r.stats.running = True
         self.stopped = True
         self.left = -1
         self.frames = []
@@ -197,9 +247,11 @@ class Recorder:
                     st.outcome(st.path_id(tuple(r.events)), self.max_seq)
                 r.events = [ev]
                 r.long = False
+                r.since = st.last = self.left
             elif bname not in r.body:
                 st.outcome(EXIT if r.long else st.exit_id(tuple(r.events) + (ev,)),
                            self.max_seq)
+                st.last = self.left
                 recs.remove(r)
                 active.remove(r)
         # Every recording in every frame sees the event (callee blocks included).
@@ -234,9 +286,11 @@ class Recorder:
                         st.outcome(st.path_id(tuple(r.events)), self.max_seq)
                     r.events = [ev]
                     r.long = False
+                    r.since = st.last = self.left
                 elif bname not in r.body:
                     st.outcome(EXIT if r.long else st.exit_id(tuple(r.events) + (ev,)),
                                self.max_seq)
+                    st.last = self.left
                     recs.clear()
                     active.clear()
                 elif not r.long:
@@ -248,8 +302,8 @@ class Recorder:
                         events.append(ev)
             else:
                 self._step(ev, bname, recs, active)
-        hs = self._headers.get(fname)
-        if hs is None:
+        blocks = self._blocks.get(fname)
+        if blocks is None:
             # A function's loops are looked for only once one of its blocks has run
             # `hot` times (none of its headers can be hot before): until then, the
             # blocks count their visits (cold code costs no CFG).
@@ -261,14 +315,18 @@ class Recorder:
             if n < self.hot:
                 early[bname] = n
                 return
-            hs = self.headers_of(fname)
-        st = hs.get(bname)
+            self.headers_of(fname)
+            blocks = self._blocks[fname]
+        size, st = blocks[bname]
+        self.instrs += size
         if st is not None:
             st.visits += 1
             if st.visits >= self.hot:
                 for r in recs:
                     if r.stats is st:
                         return
-                r = _Recording(st, ev)
+                if st.start is None:
+                    st.start = self.heard() - size
+                r = _Recording(st, ev, self.left)
                 recs.append(r)
                 active.append(r)

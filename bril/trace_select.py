@@ -391,7 +391,7 @@ def _candidates(funcs, infos, stats, livecache, total, min_share, min_count, pri
             taken = sum(stats.counts[p] for p in set(pattern))
             if taken < max(min_count, min_share * total):
                 continue
-            if taken / k <= price * MIN_BODY_SHARE:
+            if taken * stats.scale / k <= price * MIN_BODY_SHARE:
                 # Too few passes to pay for its code, however good (not built:
                 # building is most of choosing on a short run).
                 continue
@@ -412,7 +412,7 @@ def _can_pay(c, stats, price):
     original instructions of each (`replaced` a pass of `unroll` iterations)."""
     if not price:
         return True
-    most = sum(stats.counts[p] for p in set(c.pattern)) * c.replaced / c.unroll
+    most = sum(stats.counts[p] for p in set(c.pattern)) * stats.scale * c.replaced / c.unroll
     return most > price * min(count_ops(c.body), count_ops(c.body_x or c.body))
 
 

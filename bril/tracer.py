@@ -54,10 +54,14 @@ CHECK_TIME_FACTOR = 20.0
 SMALL_PROGRAM = 500
 # Block events a recording run takes in (each counted once plus once per iteration
 # being recorded that it joins); then the recorder stops listening and the program
-# runs on at full speed (the traces are chosen from that prefix of the run, the
-# checking runs judge them on the whole of it).  BRIL_TRACE_BUDGET: another
-# budget (experiments).
-RECORD_BUDGET = int(os.environ.get("BRIL_TRACE_BUDGET", 300_000))
+# runs on at full speed (the traces are chosen from that prefix of the run, what
+# it shows of the loops still running scaled to the whole run by the share of the
+# run's instructions it took in, `Recorder.scale_to`; the checking runs judge them
+# on the whole of it).  100,000 (300,000 before the scaling; measured 2026-11-25
+# with `bench_trace.py`): count geomean 0.7055 -> 0.7032 on our 131 programs,
+# 0.7886 -> 0.7816 on the 49 loop-heavy ones; the recording runs of mat-mul and
+# prime-count 1.6-1.7x cheaper.  BRIL_TRACE_BUDGET: another budget (experiments).
+RECORD_BUDGET = int(os.environ.get("BRIL_TRACE_BUDGET", 100_000))
 
 
 def select(funcs, infos, recorder, first_exits=True, price=None):
@@ -188,6 +192,7 @@ def _trace_program(prog, argv, hot, out, run, record, optimize, cache, price):
         limit = CHECK_TIME_SLACK + CHECK_TIME_FACTOR * (time.perf_counter() - started)
         run = lambda p, a: interp.run_capture(p, a, timeout=limit, cache=cache)  # noqa: E731
     original_out = buf.getvalue()
+    rec.scale_to(count)
     visits = rec.max_visits()
     if not any(st.counts for st in rec.loops.values()):
         # Nothing got hot: no loop to trace, no recording of `-O`, no candidates;
@@ -219,6 +224,7 @@ def _trace_program(prog, argv, hot, out, run, record, optimize, cache, price):
         except BrilError:
             ocount = None
         if ocount is not None and obuf.getvalue() == original_out and ocount <= count:
+            orec.scale_to(ocount)
             bases.insert(0, (True, base, orec, ocount))
     best = None
     for optimized, base, brec, base_count in bases:

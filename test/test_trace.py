@@ -773,3 +773,39 @@ def test_traced_program_that_hangs_is_dropped_not_waited_for(monkeypatch):
     assert result.chains == [] and result.dropped
     assert result.traced_output == "2500\n"
     assert interp.run_capture(result.program, ["5000"])[0] == "2500\n"
+
+
+def test_one_selection_per_base_is_checked(monkeypatch):
+    """Each base's two selections (first passes exiting or not) are estimated on
+    the same recording: only the one estimated to save more is checked (a whole
+    run), unless its chains did not all pass.  The result is still the best of
+    all four on this program."""
+    import copy
+    from bril import tracer
+    path = CONFORMANCE / "benchmarks" / "core" / "check-primes.bril"
+    prog = parse_program(path.read_text())
+    args = args_of(path)
+    selections, checks = [], []
+    real_select, real_paying = tracer.select, tracer._paying
+
+    def select(funcs, infos, rec, first_exits, price):
+        chains = real_select(funcs, infos, rec, first_exits, price)
+        selections.append((funcs, copy.deepcopy(chains)))
+        return chains
+
+    def paying(base, chains, *rest):
+        checks.append(base)
+        return real_paying(base, chains, *rest)
+
+    monkeypatch.setattr(tracer, "select", select)
+    monkeypatch.setattr(tracer, "_paying", paying)
+    result = trace_program(prog, args)
+    assert len(selections) == 4 and len(checks) == 2
+    monkeypatch.setattr(tracer, "_paying", real_paying)
+    counts = []
+    for funcs, chains in selections:
+        base = {"functions": list(funcs.values())}
+        base_count = interp.run_capture(base, args)[1]
+        found = real_paying(base, chains, args, interp.run_capture, result.output, base_count)
+        counts.append(found[3])
+    assert result.traced_count == min(counts)

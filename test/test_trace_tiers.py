@@ -143,6 +143,20 @@ def test_budget_stops_recording():
 
 
 @pytest.mark.parametrize("path", CASES)
+def test_the_recorder_counts_the_instructions_it_hears(path):
+    """A recorder that never stops has heard every instruction the run counts (the
+    share of a stopped run it took in scales what the selection estimates)."""
+    prog = parse_program(path.read_text())
+    args = args_of(path)
+    funcs = {f["name"]: f for f in prog["functions"]}
+    rec = Recorder(funcs, {}, hot=5)
+    out, count = record(prog, args, rec)
+    if not isinstance(count, int):
+        return                          # (a program that fails: nothing to compare)
+    assert rec.heard() == count
+
+
+@pytest.mark.parametrize("path", CASES)
 def test_after_the_budget_the_run_goes_on_exactly(path):
     """Once the recorder stops listening, every frame moves to the plain code at its
     next loop header (`resume_unrecorded`): output and count stay exact."""
@@ -190,3 +204,55 @@ def test_cold_code_is_not_generated():
     finally:
         interp.CompiledProgram.function_code = real
     assert seen == {}
+
+
+TWO_LOOPS = """
+@main(n: int) {
+  i: int = const 0;
+  one: int = const 1;
+  s: int = const 0;
+  k: int = const 200;
+.a:
+  c: bool = lt i k;
+  br c .abody .bstart;
+.abody:
+  s: int = add s i;
+  i: int = add i one;
+  jmp .a;
+.bstart:
+  j: int = const 0;
+.b:
+  d: bool = lt j n;
+  br d .bbody .done;
+.bbody:
+  s: int = add s j;
+  j: int = add j one;
+  jmp .b;
+.done:
+  print s;
+}
+"""
+
+
+def test_a_loop_running_when_the_recorder_stops_is_scaled_to_the_run():
+    """The recorder stops during @main's second loop: that loop is taken to go on
+    as recorded (its figures scaled by the run's instructions from its first
+    recorded iteration on, over those heard from then), the first, recorded
+    whole, is not scaled."""
+    prog = parse_program(TWO_LOOPS)
+    funcs = {f["name"]: f for f in prog["functions"]}
+    rec = Recorder(funcs, {}, hot=5, budget=3000)
+    out, count = record(prog, ["20000"], rec)
+    assert rec.stopped and out == record(prog, ["20000"], None)[0]
+    rec.scale_to(count)
+    a, b = rec.loops[("main", "a")], rec.loops[("main", "b")]
+    assert not a.running and a.scale == 1.0 and a.visits == 201
+    assert b.running and b.scale == (count - b.start) / (rec.heard() - b.start) > 10
+    # Stationary: the second loop's visits, scaled, are its whole run's.
+    assert b.visits * b.scale == pytest.approx(20001, rel=0.01)
+    assert rec.max_visits() == round(b.visits * b.scale)
+    # A recorder that heard the whole run scales nothing.
+    full = Recorder(funcs, {}, hot=5)
+    record(prog, ["20000"], full)
+    full.scale_to(count)
+    assert all(st.scale == 1.0 for st in full.loops.values())
