@@ -18,7 +18,9 @@ The pipeline, like a tracing JIT's but ahead of the next run:
    than the recording run did: a traced program can only loop forever
    through a tracer bug, and that must not hang `brili --trace`);
 4. keep whichever verified program (original or `-O`, with or without traces,
-   for both ways of selecting) executes the fewest instructions.
+   for both ways of selecting) executes the fewest instructions: they are
+   checked in the order of their estimated counts, until none left is
+   estimated to beat the best checked.
 
 Spliced regions can be found again by every tool: the header keeps its label
 and its code starts with an instruction carrying a `"trace"` field naming the
@@ -212,8 +214,9 @@ def _trace_program(prog, argv, hot, out, run, record, optimize, cache, price):
                            False, count)
     # Candidates: traces in the original, and (with `optimize`) traces in the
     # `-O` program, or the `-O` program alone; the estimates are only
-    # estimates, so each is checked on the training input and the one that
-    # executes the fewest instructions wins (the `-O` one on a tie).
+    # estimates, so a candidate is checked on the training input before it can
+    # win, and the one checked that executes the fewest instructions wins (the
+    # `-O` one on a tie).
     bases = [(False, prog, rec, count)]
     base = _optimized(prog) if optimize else None
     if base is not None:
@@ -226,24 +229,26 @@ def _trace_program(prog, argv, hot, out, run, record, optimize, cache, price):
         if ocount is not None and obuf.getvalue() == original_out and ocount <= count:
             orec.scale_to(ocount)
             bases.insert(0, (True, base, orec, ocount))
-    best = None
+    options = []
     for optimized, base, brec, base_count in bases:
-        options = []
         for first_exits in (True, False):
             chains = select(brec.funcs, brec.infos, brec, first_exits, price)
-            options.append((-sum(ch.gain for ch in chains), len(options), chains))
+            estimate = base_count - sum(ch.gain for ch in chains)
+            options.append((estimate, len(options), optimized, base, base_count, chains))
             if not any(t.first_exits for ch in chains for t in ch.traces):
                 break           # the second selection would be the same
-        # Both selections are estimated on the same recording: the one estimated to
-        # save more is checked (each check is a whole run), the other only if that
-        # one's chains did not all pass.  Ties go to the `-O` program (tried first).
-        options.sort(key=lambda o: o[:2])
-        for _, _, chains in options:
-            found = _paying(base, chains, argv, run, original_out, base_count)
-            if best is None or found[3] < best[0][3]:
-                best = (found, optimized, base_count)
-            if not found[4]:
-                break
+    # Checked in the order of their estimated counts (the gains stand for the
+    # whole run: `Recorder.scale_to`), until none left is estimated to beat the
+    # best checked: each check is a whole run.  Ties go to the `-O` program
+    # (tried first).
+    options.sort(key=lambda o: o[:2])
+    best = None
+    for estimate, _, optimized, base, base_count, chains in options:
+        if best is not None and best[0][3] <= estimate:
+            break
+        found = _paying(base, chains, argv, run, original_out, base_count)
+        if best is None or found[3] < best[0][3]:
+            best = (found, optimized, base_count)
     (traced, chains, t_out, t_count, dropped), optimized, base_count = best
     return TraceResult(traced, chains, count, t_count, original_out, t_out, dropped, visits,
                        optimized, base_count)

@@ -775,11 +775,10 @@ def test_traced_program_that_hangs_is_dropped_not_waited_for(monkeypatch):
     assert interp.run_capture(result.program, ["5000"])[0] == "2500\n"
 
 
-def test_one_selection_per_base_is_checked(monkeypatch):
-    """Each base's two selections (first passes exiting or not) are estimated on
-    the same recording: only the one estimated to save more is checked (a whole
-    run), unless its chains did not all pass.  The result is still the best of
-    all four on this program."""
+def test_selections_are_checked_in_the_order_of_their_estimates(monkeypatch):
+    """The selections (per base, first passes exiting or not) are estimated for
+    the whole run; they are checked (each a whole run) best estimate first, until
+    none left is estimated to beat the best checked."""
     import copy
     from bril import tracer
     path = CONFORMANCE / "benchmarks" / "core" / "check-primes.bril"
@@ -800,12 +799,13 @@ def test_one_selection_per_base_is_checked(monkeypatch):
     monkeypatch.setattr(tracer, "select", select)
     monkeypatch.setattr(tracer, "_paying", paying)
     result = trace_program(prog, args)
-    assert len(selections) == 4 and len(checks) == 2
-    monkeypatch.setattr(tracer, "_paying", real_paying)
-    counts = []
+    # (here the best estimate checks out, and nothing left is estimated to beat it)
+    assert len(selections) == 4 and len(checks) == 1
+    estimates = []
     for funcs, chains in selections:
         base = {"functions": list(funcs.values())}
         base_count = interp.run_capture(base, args)[1]
-        found = real_paying(base, chains, args, interp.run_capture, result.output, base_count)
-        counts.append(found[3])
-    assert result.traced_count == min(counts)
+        estimates.append(base_count - sum(ch.gain for ch in chains))
+    estimates.sort()
+    # The ones checked are the best estimated; those left are estimated no better.
+    assert all(result.traced_count <= e for e in estimates[len(checks):])
