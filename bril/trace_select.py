@@ -366,9 +366,10 @@ def _repeats(events):
 
 
 def choose_chain(funcs, infos, stats, livecache, min_share=0.05, min_count=8,
-                 first_exits=True, price=None):
+                 first_exits=True, price=None, max_added=None):
     """The chain worth the most (`Chain.worth`, each added instruction at `price`,
-    default `trace_cost.GROWTH_PRICE`) for one header, or None."""
+    default `trace_cost.GROWTH_PRICE`) for one header, adding at most `max_added`
+    instructions (None: no limit), or None."""
     total = sum(stats.counts)
     if total < min_count:
         return None
@@ -381,7 +382,7 @@ def choose_chain(funcs, infos, stats, livecache, min_share=0.05, min_count=8,
     if cands is None:
         cands = memo[key] = _candidates(funcs, infos, stats, livecache, total, min_share,
                                         min_count, price)
-    return _best_chain(infos, stats, cands, first_exits, price)
+    return _best_chain(infos, stats, cands, first_exits, price, max_added)
 
 
 def _candidates(funcs, infos, stats, livecache, total, min_share, min_count, price=0):
@@ -416,7 +417,7 @@ def _can_pay(c, stats, price):
     return most > price * min(count_ops(c.body), count_ops(c.body_x or c.body))
 
 
-def _best_chain(infos, stats, cands, first_exits, price):
+def _best_chain(infos, stats, cands, first_exits, price, max_added=None):
     # Candidates that cannot pay for their own code are not tried (simulating the
     # chains is most of choosing them).
     cands = [c for c in cands if _can_pay(c, stats, price)]
@@ -439,8 +440,10 @@ def _best_chain(infos, stats, cands, first_exits, price):
                 if any(c is b or _same_cycle(c.pattern, b.pattern) for b in base):
                     continue
                 ch = Chain(stats.func, stats.header, base + [c], first_exits, tail, stats.body)
-                ch.gain, ch.entries, ch.aborts = simulate(ch, stats, memo)
                 ch.added, ch.price = _added(ch, tail_size), price
+                if max_added is not None and ch.added > max_added:
+                    continue            # (too large: not simulated)
+                ch.gain, ch.entries, ch.aborts = simulate(ch, stats, memo)
                 grown.append(ch)
         if not grown:
             break

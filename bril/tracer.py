@@ -41,6 +41,7 @@ from .record import Record
 from .cfg import CFG
 from .errors import BrilError
 from .trace_build import is_plain
+from .trace_emit import count_ops
 from .trace_emit import clone_site, loop_clone
 from .trace_record import Recorder
 from .trace_select import MARK, chain_instrs, choose_chain
@@ -51,6 +52,11 @@ from .trace_select import MARK, chain_instrs, choose_chain
 # good traces).
 CHECK_TIME_SLACK = 10.0
 CHECK_TIME_FACTOR = 20.0
+# What the chains spliced into a program may add, in times its instructions: a
+# traced program is at most 1 + GROWTH_LIMIT times the size of the original.
+# (Priced by the instruction, a long run pays for any unrolling: harmonic-sum's
+# traced program was 8x the original, its code loaded and compiled by every run.)
+GROWTH_LIMIT = 2
 # When no loop got hot, `-O` alone is tried only on programs of at most this many
 # instructions (its cost grows with the program, the run's does not).
 SMALL_PROGRAM = 500
@@ -66,18 +72,27 @@ SMALL_PROGRAM = 500
 RECORD_BUDGET = int(os.environ.get("BRIL_TRACE_BUDGET", 100_000))
 
 
-def select(funcs, infos, recorder, first_exits=True, price=None):
+def select(funcs, infos, recorder, first_exits=True, price=None, room=None):
     """The chains worth splicing, the most worth first (`Chain.worth`; `price`: what
-    an added instruction costs, default `trace_cost.GROWTH_PRICE`)."""
+    an added instruction costs, default `trace_cost.GROWTH_PRICE`), adding at most
+    `room` instructions in all (None: no limit)."""
     livecache = {}
     chains = []
     for (fname, _), st in recorder.loops.items():
         if st.counts and is_plain(funcs[fname]):
             ch = choose_chain(funcs, infos, st, livecache, first_exits=first_exits,
-                              price=price)
+                              price=price, max_added=room)
             if ch is not None:
                 chains.append(ch)
     chains.sort(key=lambda c: -c.worth)
+    if room is not None:
+        # The most worth first, while they fit.
+        kept = []
+        for ch in chains:
+            if ch.added <= room:
+                kept.append(ch)
+                room -= ch.added
+        chains = kept
     return chains
 
 
@@ -191,8 +206,8 @@ def _trace_program(prog, argv, hot, out, run, record, optimize, cache, price):
         # A traced program that keeps its promise runs no more instructions
         # than the recording run, without its recording overhead: far beyond
         # that run's time is a hang.
-        limit = CHECK_TIME_SLACK + CHECK_TIME_FACTOR * (time.perf_counter() - started)
-        run = lambda p, a: interp.run_capture(p, a, timeout=limit, cache=cache)  # noqa: E731
+        deadline = CHECK_TIME_SLACK + CHECK_TIME_FACTOR * (time.perf_counter() - started)
+        run = lambda p, a: interp.run_capture(p, a, timeout=deadline, cache=cache)  # noqa: E731
     original_out = buf.getvalue()
     rec.scale_to(count)
     visits = rec.max_visits()
@@ -230,9 +245,15 @@ def _trace_program(prog, argv, hot, out, run, record, optimize, cache, price):
             orec.scale_to(ocount)
             bases.insert(0, (True, base, orec, ocount))
     options = []
+    from .trace_cost import GROWTH_PRICE
+    largest = None              # instructions a traced program may have
+    if GROWTH_PRICE if price is None else price:
+        # (chosen for instruction counts alone, at price 0, there is no limit either)
+        largest = (1 + GROWTH_LIMIT) * _size(prog)
     for optimized, base, brec, base_count in bases:
+        room = None if largest is None else max(0, largest - _size(base))
         for first_exits in (True, False):
-            chains = select(brec.funcs, brec.infos, brec, first_exits, price)
+            chains = select(brec.funcs, brec.infos, brec, first_exits, price, room)
             estimate = base_count - sum(ch.gain for ch in chains)
             options.append((estimate, len(options), optimized, base, base_count, chains))
             if not any(t.first_exits for ch in chains for t in ch.traces):
@@ -277,6 +298,10 @@ def _paying(base, chains, argv, run, original_out, base_count):
             weakest.entries, weakest.aborts = weakest.entries[:1], weakest.aborts[:1]
         else:
             dropped.append(chains.pop())
+
+
+def _size(prog):
+    return sum(count_ops(f.get("instrs") or ()) for f in prog["functions"])
 
 
 def _recorder(prog, hot):

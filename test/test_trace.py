@@ -124,7 +124,10 @@ def test_a_trace_must_pay_for_the_code_it_adds(monkeypatch):
     # 500 iterations save too little for the code a trace adds: -O alone.
     short = trace_program(prog, ["500"])
     assert not short.chains and short.optimized and short.traced_count == short.base_count
-    # A run long enough pays for a trace, but not for the longest unrolling.
+    # A run long enough pays for a trace, but not for the longest unrolling
+    # (with room to grow: this program is tiny, see the next test).
+    from bril import tracer
+    monkeypatch.setattr(tracer, "GROWTH_LIMIT", 100)
     long = trace_program(prog, ["300000"])
     assert long.chains and long.traced_count < long.base_count
     for ch in long.chains:
@@ -133,6 +136,26 @@ def test_a_trace_must_pay_for_the_code_it_adds(monkeypatch):
     unpriced = trace_program(prog, ["300000"])
     assert _size(long.program) < _size(unpriced.program)
     assert_same_output(prog, long.program, [[n] for n in ["0", "1", "7", "20000"]])
+
+
+def test_a_traced_program_is_at_most_three_times_the_original(monkeypatch):
+    # Priced by the instruction, a long enough run pays for any unrolling; the
+    # code is still loaded (and compiled) by every run: at most GROWTH_LIMIT
+    # times the original's instructions are added.
+    from bril import trace_cost, tracer
+    monkeypatch.setattr(trace_cost, "GROWTH_PRICE", trace_cost.DEFAULT_GROWTH_PRICE)
+    # (a function that never runs gives the loop room for one trace)
+    body = "\n".join(f"  x{i}: int = add x{i - 1} x{i - 1};" for i in range(1, 40))
+    prog = parse_program(SQUARES + "@unused(x0: int): int {\n" + body + "\n  ret x39;\n}\n")
+    unlimited = None
+    for limit in (100, tracer.GROWTH_LIMIT):
+        monkeypatch.setattr(tracer, "GROWTH_LIMIT", limit)
+        result = trace_program(prog, ["400000"])
+        assert result.chains
+        assert_same_output(prog, result.program, [["0"], ["3"], ["1000"]])
+        if unlimited is None:
+            unlimited = _size(result.program)
+    assert _size(result.program) <= (1 + tracer.GROWTH_LIMIT) * _size(prog) < unlimited
 
 
 def test_a_pattern_taken_too_few_times_is_not_built(monkeypatch):
@@ -787,8 +810,8 @@ def test_selections_are_checked_in_the_order_of_their_estimates(monkeypatch):
     selections, checks = [], []
     real_select, real_paying = tracer.select, tracer._paying
 
-    def select(funcs, infos, rec, first_exits, price):
-        chains = real_select(funcs, infos, rec, first_exits, price)
+    def select(funcs, infos, rec, *rest):
+        chains = real_select(funcs, infos, rec, *rest)
         selections.append((funcs, copy.deepcopy(chains)))
         return chains
 
