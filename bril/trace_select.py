@@ -32,6 +32,7 @@ from .ops import FOLDABLE
 from .trace_build import NotTraceable, Replayer
 from . import trace_cost
 from .trace_cost import simulate  # noqa: F401 (also read from here)
+from .cfg import block_sizes
 from .trace_emit import MARK, Emitter, clone_site, count_ops, loop_clone, tail_label
 from .trace_exit import Exits, variable_types
 from .trace_opt import (eliminate_dead, find_cut, hoist_guards, number_values, place_regions,
@@ -376,16 +377,29 @@ def choose_chain(funcs, infos, stats, livecache, min_share=0.05, min_count=8,
     # The candidates do not depend on `first_exits`: built once per loop (the
     # second selection reuses them).
     price = trace_cost.GROWTH_PRICE if price is None else price
-    key = (min_share, min_count, price)
+    key = (min_share, min_count, price, max_added)
     memo = stats.__dict__.setdefault("candidates", {})
     cands = memo.get(key)
     if cands is None:
         cands = memo[key] = _candidates(funcs, infos, stats, livecache, total, min_share,
-                                        min_count, price)
+                                        min_count, price, max_added)
     return _best_chain(infos, stats, cands, first_exits, price, max_added)
 
 
-def _candidates(funcs, infos, stats, livecache, total, min_share, min_count, price=0):
+def _replaced(funcs, stats, pattern, livecache):
+    """The original instructions a pass of `pattern` runs (callees' included)."""
+    total = 0
+    for pid in pattern:
+        for fname, bname in stats.path_list[pid][:-1]:
+            sizes = livecache.get(("sizes", fname))
+            if sizes is None:
+                sizes = livecache[("sizes", fname)] = block_sizes(funcs[fname])
+            total += sizes.get(bname, 0)
+    return total
+
+
+def _candidates(funcs, infos, stats, livecache, total, min_share, min_count, price=0,
+                max_added=None):
     cands = []
     for k in UNROLLS:
         for pattern in frequent_patterns(stats, k):
@@ -398,6 +412,9 @@ def _candidates(funcs, infos, stats, livecache, total, min_share, min_count, pri
                 continue
             if any(_repeats(stats.path_list[p]) > MAX_REPEAT for p in set(pattern)):
                 continue
+            if max_added is not None and \
+                    MIN_BODY_SHARE * _replaced(funcs, stats, pattern, livecache) > max_added:
+                continue                # (its code could not fit: not built)
             try:
                 c = build_candidate(funcs, infos, stats, pattern, livecache, len(cands))
             except NotTraceable:

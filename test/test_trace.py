@@ -147,15 +147,29 @@ def test_a_traced_program_is_at_most_three_times_the_original(monkeypatch):
     # (a function that never runs gives the loop room for one trace)
     body = "\n".join(f"  x{i}: int = add x{i - 1} x{i - 1};" for i in range(1, 40))
     prog = parse_program(SQUARES + "@unused(x0: int): int {\n" + body + "\n  ret x39;\n}\n")
+    from bril import trace_select
+    built = []
+    real = trace_select.build_candidate
+    monkeypatch.setattr(trace_select, "build_candidate",
+                        lambda *a: built.append(len(a[3])) or real(*a))
     unlimited = None
     for limit in (100, tracer.GROWTH_LIMIT):
         monkeypatch.setattr(tracer, "GROWTH_LIMIT", limit)
+        built.clear()
         result = trace_program(prog, ["400000"])
         assert result.chains
         assert_same_output(prog, result.program, [["0"], ["3"], ["1000"]])
         if unlimited is None:
             unlimited = _size(result.program)
+            assert 32 in built
     assert _size(result.program) <= (1 + tracer.GROWTH_LIMIT) * _size(prog) < unlimited
+    # Little room: the longest unrolling could not fit (its code is at least
+    # MIN_BODY_SHARE of the 160 instructions it replaces), and is not built.
+    monkeypatch.setattr(tracer, "GROWTH_LIMIT", 0.3)
+    built.clear()
+    result = trace_program(prog, ["400000"])
+    assert built and 32 not in built
+    assert _size(result.program) <= 1.3 * _size(prog)
 
 
 def test_a_pattern_taken_too_few_times_is_not_built(monkeypatch):
@@ -189,6 +203,9 @@ def test_a_pattern_taken_too_few_times_is_not_built(monkeypatch):
     for c in cands:
         assert min(count_ops(c.body), count_ops(c.body_x)) >= \
             trace_select.MIN_BODY_SHARE * c.replaced
+        # (what is known of it before it is built: `_candidates` skips one whose
+        # code could not fit in the room left)
+        assert trace_select._replaced(rec.funcs, st, c.pattern, {}) == c.replaced
 
 
 SQUARES = """
