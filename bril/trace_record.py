@@ -234,24 +234,33 @@ class Recorder:
         for r in recs:                  # an iteration cut short by a return: drop it
             self.active.remove(r)
 
+    def _iterated(self, r, ev):
+        """Recording r is back at its header (event ev): one iteration done."""
+        st = r.stats
+        if r.long:
+            st.outcome(LONG, self.max_seq)
+        else:
+            r.events.append(ev)
+            st.outcome(st.path_id(tuple(r.events)), self.max_seq)
+        r.events = [ev]
+        r.long = False
+        r.since = st.last = self.left
+
+    def _left(self, r, ev):
+        """Recording r's loop was left (event ev: a block outside it)."""
+        st = r.stats
+        st.outcome(EXIT if r.long else st.exit_id(tuple(r.events) + (ev,)), self.max_seq)
+        st.last = self.left
+
     def _step(self, ev, bname, recs, active):
         """A block event seen by the active recordings."""
         # Close or continue this frame's recordings (outermost first).
         for r in list(recs):
             st = r.stats
             if bname == st.header:
-                if r.long:
-                    st.outcome(LONG, self.max_seq)
-                else:
-                    r.events.append(ev)
-                    st.outcome(st.path_id(tuple(r.events)), self.max_seq)
-                r.events = [ev]
-                r.long = False
-                r.since = st.last = self.left
+                self._iterated(r, ev)
             elif bname not in r.body:
-                st.outcome(EXIT if r.long else st.exit_id(tuple(r.events) + (ev,)),
-                           self.max_seq)
-                st.last = self.left
+                self._left(r, ev)
                 recs.remove(r)
                 active.remove(r)
         # Every recording in every frame sees the event (callee blocks included).
@@ -275,22 +284,14 @@ class Recorder:
         recs = self.frames[-1]
         if active:
             if len(active) == 1 and recs:
-                # The common case, one recording and in this frame: `_step` inlined.
+                # The common case, one recording and in this frame (`_step`, its
+                # per-event part inlined).
                 r = recs[0]
                 st = r.stats
                 if bname == st.header:
-                    if r.long:
-                        st.outcome(LONG, self.max_seq)
-                    else:
-                        r.events.append(ev)
-                        st.outcome(st.path_id(tuple(r.events)), self.max_seq)
-                    r.events = [ev]
-                    r.long = False
-                    r.since = st.last = self.left
+                    self._iterated(r, ev)
                 elif bname not in r.body:
-                    st.outcome(EXIT if r.long else st.exit_id(tuple(r.events) + (ev,)),
-                               self.max_seq)
-                    st.last = self.left
+                    self._left(r, ev)
                     recs.clear()
                     active.clear()
                 elif not r.long:
