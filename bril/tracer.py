@@ -41,8 +41,7 @@ from .record import Record
 from .cfg import CFG
 from .errors import BrilError
 from .trace_build import is_plain
-from .trace_emit import count_ops
-from .trace_emit import clone_site, loop_clone
+from .trace_emit import clone_site, count_ops, loop_clone
 from .trace_record import Recorder
 from .trace_select import MARK, chain_instrs, choose_chain
 
@@ -67,8 +66,8 @@ SMALL_PROGRAM = 500
 # run's instructions it took in, `Recorder.scale_to`; the checking runs judge them
 # on the whole of it).  100,000 (300,000 before the scaling; measured 2026-11-25
 # with `bench_trace.py`): count geomean 0.7055 -> 0.7032 on our 131 programs,
-# 0.7886 -> 0.7816 on the 49 loop-heavy ones; the recording runs of mat-mul and
-# prime-count 1.6-1.7x cheaper.  BRIL_TRACE_BUDGET: another budget (experiments).
+# 0.7886 -> 0.7816 on the 49 loop-heavy ones (before GROWTH_LIMIT); the recording
+# runs of mat-mul and prime-count 1.6-1.7x cheaper.  BRIL_TRACE_BUDGET: another budget (experiments).
 RECORD_BUDGET = int(os.environ.get("BRIL_TRACE_BUDGET", 100_000))
 
 
