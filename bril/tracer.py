@@ -67,7 +67,8 @@ SMALL_PROGRAM = 500
 # on the whole of it).  100,000 (300,000 before the scaling; measured 2026-11-25
 # with `bench_trace.py`): count geomean 0.7055 -> 0.7032 on our 131 programs,
 # 0.7886 -> 0.7816 on the 49 loop-heavy ones (before GROWTH_LIMIT); the recording
-# runs of mat-mul and prime-count 1.6-1.7x cheaper.  BRIL_TRACE_BUDGET: another budget (experiments).
+# runs of mat-mul and prime-count 1.6-1.7x cheaper.  BRIL_TRACE_BUDGET: another
+# budget (experiments).
 RECORD_BUDGET = int(os.environ.get("BRIL_TRACE_BUDGET", 100_000))
 
 
