@@ -269,6 +269,16 @@ class CompiledProgram:
         cold = self.__dict__.get("_cold")
         if cold is not None:
             cold.stop_recording()
+            for cf in cold.functions.values():
+                cf.fast = None          # (promoted again, to the normal variant)
+        # Calls from now on, made by frames still in record variants too, run the
+        # normal variants: a recursive function's every call would otherwise enter
+        # its record variant and move to the osr variant at its first loop header.
+        ns = self.ns
+        for i, func in enumerate(self.linked.functions):
+            rec_name = variant_name(i, func.get("name", ""), "record")
+            if rec_name in ns:
+                ns[rec_name] = self._lazy_variant(rec_name, i, "normal")
 
     def resume_unrecorded(self, index, header, loc):
         """A record variant's frame once the recorder has stopped: go on at loop
@@ -282,14 +292,15 @@ class CompiledProgram:
             if links.label_ids is not None:
                 entry = _phi_labels_to_ids(entry, links.label_ids)
             entries[(index, header)] = entry
-        env = {}
-        for v in fc.variables:
-            n = var_name(v)
-            if n in loc:
-                env[v] = loc[n]
-        for k in set(fc.generic_types.spec_vars) | set(fc.types.spec_vars):
-            if isinstance(k, tuple) and shadow_name(k[1]) in loc:
-                env[("shadow", k[1])] = loc[shadow_name(k[1])]
+        names = self.__dict__.setdefault("_unrecorded_names", {}).get(index)
+        if names is None:
+            # (Bril name or cold-tier key, Python local), once per function
+            names = [(v, var_name(v)) for v in fc.variables]
+            names += [(("shadow", k[1]), shadow_name(k[1]))
+                      for k in set(fc.generic_types.spec_vars) | set(fc.types.spec_vars)
+                      if isinstance(k, tuple)]
+            self._unrecorded_names[index] = names
+        env = {v: loc[n] for v, n in names if n in loc}
         if fc.has_phi:
             # (phi's labels by name, as the cold tier keeps them: this frame's ids are
             # the record variant's)

@@ -256,3 +256,29 @@ def test_a_loop_running_when_the_recorder_stops_is_scaled_to_the_run():
     record(prog, ["20000"], full)
     full.scale_to(count)
     assert all(st.scale == 1.0 for st in full.loops.values())
+
+
+def test_after_the_budget_calls_run_the_normal_code(monkeypatch):
+    """Calls made after the stop, by frames still in record variants too, go to
+    the normal variants: a recursive function does not enter its record variant
+    and move to the osr variant at every call (eight-queens made 16,513 such
+    moves after its budget)."""
+    moves = [0]
+    real = interp.CompiledProgram.resume_unrecorded
+
+    def counting(self, *args):
+        moves[0] += 1
+        return real(self, *args)
+
+    monkeypatch.setattr(interp.CompiledProgram, "resume_unrecorded", counting)
+    path = CONFORMANCE / "benchmarks" / "mem" / "eight-queens.bril"
+    prog = parse_program(path.read_text())
+    funcs = {f["name"]: f for f in prog["functions"]}
+    for tier in ("fast", "auto"):
+        moves[0] = 0
+        # (a budget that runs out after the functions got promoted)
+        rec = Recorder(funcs, {}, hot=5, budget=10_000)
+        assert record(prog, ["8"], rec, tier=tier) == record(prog, ["8"], None)
+        assert rec.stopped
+        # (at most the frames on the stack at the stop: the recursion is 8 deep)
+        assert moves[0] <= 10
