@@ -22,6 +22,7 @@ chain, counting successful passes, aborted ones and the instructions won or
 wasted (the cost model).
 """
 
+import heapq
 from collections import Counter
 
 from .record import Record
@@ -336,26 +337,32 @@ def frequent_patterns(stats, k, most=2, cap=100_000):
     if k == 1 or len(stats.seq) == 1:
         order = sorted(range(len(stats.counts)), key=lambda p: -stats.counts[p])
         return [(p,) * k for p in order[:most]]
-    flat = []
-    for o, n in stats.seq:
-        flat.extend([o] * min(n, k + 1))        # long runs: only their first windows matter
-        if len(flat) > cap:
-            break
     # Windows of paths only: those within the stretches between exits (and
-    # over-long iterations), counted in order of first occurrence.
+    # over-long iterations), counted in order of first occurrence; a long run
+    # shows its first k + 1 iterations (only its first windows matter), the
+    # outcomes shown stop once more than `cap` were.
     counts = Counter()
-    start = 0
-    for i in range(len(flat) + 1):
-        if i == len(flat) or flat[i] < 0:
-            if i - start >= k:
-                seg = flat[start:i]
+    seg = []
+    shown = 0
+    for o, n in stats.seq:
+        n = min(n, k + 1)
+        shown += n
+        if o < 0:
+            if len(seg) >= k:
                 counts.update(zip(*(seg[j:] for j in range(k))))
-            start = i + 1
+            seg = []
+        else:
+            seg.extend([o] * n)
+        if shown > cap:
+            break
+    if len(seg) >= k:
+        counts.update(zip(*(seg[j:] for j in range(k))))
     for o, n in stats.seq:                      # credit long uniform runs in full
         if o >= 0 and n > k + 1:
             w = (o,) * k
             counts[w] = counts.get(w, 0) + (n - k - 1)
-    return sorted(counts, key=lambda w: -counts[w])[:most]
+    # (the most frequent, ties in order of first occurrence, as a stable sort)
+    return heapq.nlargest(most, counts, key=counts.__getitem__)
 
 
 def _repeats(events):
