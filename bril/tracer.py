@@ -2,10 +2,12 @@
 
 The pipeline, like a tracing JIT's but ahead of the next run:
 
-0. run the original once in recording mode (`trace_record`), for the output
-   and count the caller sees: loop headers count their visits; once hot,
-   every iteration's block path is recorded; the same for the program
-   optimized with the `-O` pipeline (unless asked not to);
+0. run the original once, for the output and count the caller sees, and the
+   program optimized with the `-O` pipeline (unless asked not to) in
+   recording mode (`trace_record`): loop headers count their visits; once
+   hot, every iteration's block path is recorded.  The original is recorded
+   too (in its run) when it is large, or when `-O` grew it so much that the
+   traces would have little room left (`OPTIMIZED_ROOM`);
 1. per hot header, choose a chain of traces for its most frequent paths with
    the unrolling that pays best (`trace_select`, which builds candidates with
    `trace_build` and `trace_opt`, gives guards side exits where `trace_exit`
@@ -56,20 +58,31 @@ CHECK_TIME_FACTOR = 20.0
 # (Priced by the instruction, a long run pays for any unrolling: harmonic-sum's
 # traced program was 8x the original, its code loaded and compiled by every run.)
 GROWTH_LIMIT = 2
-# When no loop got hot, `-O` alone is tried only on programs of at most this many
-# instructions (its cost grows with the program, the run's does not).
+# A program of at most this many instructions is recorded only as `-O` makes it
+# (the original runs at full speed, for the output): recording both and
+# choosing traces in both cost 1.18x the time (`bench_trace.py --time`, 10
+# loop-heavy programs, 2026-11-25) for a count geomean of 0.7948 instead of
+# 0.8051 on the 49 loop-heavy ones -- nearly all of it on the programs of the
+# exception below.  A larger one is recorded as it is first, and `-O` is tried
+# only if a loop got hot (its cost grows with the program, the run's does not).
 SMALL_PROGRAM = 500
+# ... unless `-O` took more than this share of the room the traces may grow the
+# program by (`GROWTH_LIMIT`): then the original, where the traces have more
+# room, is recorded and traced too (oscillator, 69 -> 155 instructions under
+# `-O`: traced 0.698x as the original, 0.907x as `-O`, whose chain cannot fit).
+OPTIMIZED_ROOM = 0.5
 # Block events a recording run takes in (each counted once plus once per iteration
 # being recorded that it joins); then the recorder stops listening and the program
 # runs on at full speed (the traces are chosen from that prefix of the run, what
 # it shows of the loops still running scaled to the whole run by the share of the
 # run's instructions it took in, `Recorder.scale_to`; the checking runs judge them
-# on the whole of it).  100,000 (300,000 before the scaling; measured 2026-11-25
-# with `bench_trace.py`): count geomean 0.7055 -> 0.7032 on our 131 programs,
-# 0.7886 -> 0.7816 on the 49 loop-heavy ones (before GROWTH_LIMIT); the recording
-# runs of mat-mul and prime-count 1.6-1.7x cheaper.  BRIL_TRACE_BUDGET: another
-# budget (experiments).
-RECORD_BUDGET = int(os.environ.get("BRIL_TRACE_BUDGET", 100_000))
+# on the whole of it).  30,000 (measured 2026-11-25 with `bench_trace.py`, count
+# geomeans all 131 / 49 loop-heavy programs): 100,000 0.7087 / 0.7980, 50,000
+# 0.7072 / 0.7937, 30,000 0.7076 / 0.7948, 15,000 0.7080 / 0.7923; `--train alt`
+# 100,000 0.7084 / 0.7973, 30,000 0.7083 / 0.7967; tracing / plain run (`--time`
+# on 10 loop-heavy programs) 4.04x -> 3.55x geomean.  (300,000 before the
+# scaling.)  BRIL_TRACE_BUDGET: another budget (experiments).
+RECORD_BUDGET = int(os.environ.get("BRIL_TRACE_BUDGET", 30_000))
 
 
 def select(funcs, infos, recorder, first_exits=True, price=None, room=None):
@@ -162,7 +175,8 @@ def trace_program(prog, argv, *, hot=56, out=None, run=None, record=None, optimi
 
     With `optimize` (the default) the program is also optimized with the
     `-O` pipeline and traces are recorded on, and spliced into, the optimized
-    program too; the result is whichever of the traced original, the
+    program (and the original, when it is recorded: `SMALL_PROGRAM`,
+    `OPTIMIZED_ROOM`); the result is whichever of the traced original, the
     optimized program alone and the traced optimized program executes the
     fewest instructions on the training input (so never more than `-O`
     alone).  The output and count of the run (`out`, `original_count`) are
@@ -192,11 +206,23 @@ def trace_program(prog, argv, *, hot=56, out=None, run=None, record=None, optimi
 
 def _trace_program(prog, argv, hot, out, run, record, optimize, cache, price):
     from . import interp
+    from .trace_cost import GROWTH_PRICE
     record = record or interp.run_recording
+    largest = None              # instructions a traced program may have
+    if GROWTH_PRICE if price is None else price:
+        # (chosen for instruction counts alone, at price 0, there is no limit either)
+        largest = (1 + GROWTH_LIMIT) * _size(prog)
+    # A small program is recorded only as `-O` makes it, unless `-O` took more
+    # than half the room traces may grow the program by (`OPTIMIZED_ROOM`).
+    base = _optimized(prog) if optimize and _size(prog) <= SMALL_PROGRAM else None
+    only_optimized = base is not None and (
+        largest is None or _size(base) - _size(prog) <= OPTIMIZED_ROOM * (largest - _size(prog)))
     buf = io.StringIO()
-    rec = _recorder(prog, hot)
     started = time.perf_counter()
     try:
+        # (not recorded: the original runs at full speed, a recorder that stops
+        # at once, for the output and count the caller sees)
+        rec = _recorder(prog, hot, budget=0 if only_optimized else RECORD_BUDGET)
         count = record(prog, argv, buf, rec)
     finally:
         if out is not None:
@@ -204,19 +230,20 @@ def _trace_program(prog, argv, hot, out, run, record, optimize, cache, price):
             out.flush()
     if run is None:
         # A traced program that keeps its promise runs no more instructions
-        # than the recording run, without its recording overhead: far beyond
-        # that run's time is a hang.
+        # than the original, without a recorder: far beyond the time of that
+        # run (with its recording overhead if recorded) is a hang.
         deadline = CHECK_TIME_SLACK + CHECK_TIME_FACTOR * (time.perf_counter() - started)
         run = lambda p, a: interp.run_capture(p, a, timeout=deadline, cache=cache)  # noqa: E731
     original_out = buf.getvalue()
-    rec.scale_to(count)
-    visits = rec.max_visits()
-    if not any(st.counts for st in rec.loops.values()):
-        # Nothing got hot: no loop to trace, no recording of `-O`, no candidates;
-        # only a small program is worth `-O` alone (checked by one plain run).
-        if optimize and sum(len(f.get("instrs") or ()) for f in prog["functions"]) \
-                <= SMALL_PROGRAM:
-            base = _optimized(prog)
+    # Candidates: traces in the original if recorded, traces in the `-O` program
+    # (recorded in a run that also checks it: the same output, no more
+    # instructions), and the `-O` program alone.
+    bases = []
+    if not only_optimized:
+        rec.scale_to(count)
+        if not any(st.counts for st in rec.loops.values()):
+            # Nothing got hot: no loop to trace, no recording of `-O`; a small
+            # program's `-O` alone, checked by one plain run.
             if base is not None:
                 try:
                     o_out, o_count = run(base, argv)
@@ -224,16 +251,12 @@ def _trace_program(prog, argv, hot, out, run, record, optimize, cache, price):
                     o_out = None
                 if o_out == original_out and o_count <= count:
                     return TraceResult(base, [], count, o_count, original_out, o_out, [],
-                                       visits, True, o_count)
-        return TraceResult(prog, [], count, count, original_out, original_out, [], visits,
-                           False, count)
-    # Candidates: traces in the original, and (with `optimize`) traces in the
-    # `-O` program, or the `-O` program alone; the estimates are only
-    # estimates, so a candidate is checked on the training input before it can
-    # win, and the one checked that executes the fewest instructions wins (the
-    # `-O` one on a tie).
-    bases = [(False, prog, rec, count)]
-    base = _optimized(prog) if optimize else None
+                                       rec.max_visits(), True, o_count)
+            return TraceResult(prog, [], count, count, original_out, original_out, [],
+                               rec.max_visits(), False, count)
+        bases.append((False, prog, rec, count))
+        if optimize and base is None:
+            base = _optimized(prog)         # (a large program: only once a loop got hot)
     if base is not None:
         orec = _recorder(base, hot)
         obuf = io.StringIO()
@@ -244,20 +267,21 @@ def _trace_program(prog, argv, hot, out, run, record, optimize, cache, price):
         if ocount is not None and obuf.getvalue() == original_out and ocount <= count:
             orec.scale_to(ocount)
             bases.insert(0, (True, base, orec, ocount))
+    if not bases:
+        # `-O` failed its check: the original recorded after all.
+        rec = _recorder(prog, hot)
+        record(prog, argv, io.StringIO(), rec)
+        rec.scale_to(count)
+        bases.append((False, prog, rec, count))
+    visits = bases[0][2].max_visits()
+    if not any(st.counts for _, _, r, _ in bases for st in r.loops.values()):
+        # Nothing got hot: the `-O` program alone if it passed its check.
+        optimized, base, _, base_count = bases[0]
+        return TraceResult(base, [], count, base_count, original_out, original_out, [],
+                           visits, optimized, base_count)
     options = []
-    from .trace_cost import GROWTH_PRICE
-    largest = None              # instructions a traced program may have
-    if GROWTH_PRICE if price is None else price:
-        # (chosen for instruction counts alone, at price 0, there is no limit either)
-        largest = (1 + GROWTH_LIMIT) * _size(prog)
-    for optimized, base, brec, base_count in bases:
-        room = None if largest is None else max(0, largest - _size(base))
-        for first_exits in (True, False):
-            chains = select(brec.funcs, brec.infos, brec, first_exits, price, room)
-            estimate = base_count - sum(ch.gain for ch in chains)
-            options.append((estimate, len(options), optimized, base, base_count, chains))
-            if not any(t.first_exits for ch in chains for t in ch.traces):
-                break           # the second selection would be the same
+    for entry in bases:
+        options += _options(entry, largest, price, len(options))
     # Checked in the order of their estimated counts (the gains stand for the
     # whole run: `Recorder.scale_to`), until none left is estimated to beat the
     # best checked: each check is a whole run.  Ties go to the `-O` program
@@ -273,6 +297,22 @@ def _trace_program(prog, argv, hot, out, run, record, optimize, cache, price):
     (traced, chains, t_out, t_count, dropped), optimized, base_count = best
     return TraceResult(traced, chains, count, t_count, original_out, t_out, dropped, visits,
                        optimized, base_count)
+
+
+def _options(entry, largest, price, first=0):
+    """The selections for one recorded base, each as (estimated count, rank,
+    optimized, base, base count, chains); `largest`: the instructions a traced
+    program may have (None: any)."""
+    optimized, base, brec, base_count = entry
+    room = None if largest is None else max(0, largest - _size(base))
+    options = []
+    for first_exits in (True, False):
+        chains = select(brec.funcs, brec.infos, brec, first_exits, price, room)
+        estimate = base_count - sum(ch.gain for ch in chains)
+        options.append((estimate, first + len(options), optimized, base, base_count, chains))
+        if not any(t.first_exits for ch in chains for t in ch.traces):
+            break           # the second selection would be the same
+    return options
 
 
 def _paying(base, chains, argv, run, original_out, base_count):
@@ -304,9 +344,9 @@ def _size(prog):
     return sum(count_ops(f.get("instrs") or ()) for f in prog["functions"])
 
 
-def _recorder(prog, hot):
+def _recorder(prog, hot, budget=RECORD_BUDGET):
     funcs = {f["name"]: f for f in prog["functions"]}
-    return Recorder(funcs, {}, hot=hot, budget=RECORD_BUDGET)
+    return Recorder(funcs, {}, hot=hot, budget=budget)
 
 
 def report(result):
