@@ -161,15 +161,15 @@ def test_a_traced_program_is_at_most_three_times_the_original(monkeypatch):
         assert_same_output(prog, result.program, [["0"], ["3"], ["1000"]])
         if unlimited is None:
             unlimited = _size(result.program)
-            assert 32 in built
+            assert trace_select.MAX_PRICED_UNROLL in built
     assert _size(result.program) <= (1 + tracer.GROWTH_LIMIT) * _size(prog) < unlimited
     # Little room: the longest unrolling could not fit (its code is at least
-    # MIN_BODY_SHARE of the 160 instructions it replaces), and is not built.
-    monkeypatch.setattr(tracer, "GROWTH_LIMIT", 0.3)
+    # MIN_BODY_SHARE of the 80 instructions it replaces), and is not built.
+    monkeypatch.setattr(tracer, "GROWTH_LIMIT", 0.1)
     built.clear()
     result = trace_program(prog, ["400000"])
-    assert built and 32 not in built
-    assert _size(result.program) <= 1.3 * _size(prog)
+    assert built and trace_select.MAX_PRICED_UNROLL not in built
+    assert _size(result.program) <= 1.1 * _size(prog)
 
 
 def test_a_pattern_taken_too_few_times_is_not_built(monkeypatch):
