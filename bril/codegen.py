@@ -1430,7 +1430,13 @@ class _RecordHooks:
     def emit_block_event(self, b, ind):
         fc = self.fc
         if b.first_index in fc.cfg_names:
-            self.out.add(ind, f"_RB({fc.name!r}, {fc.cfg_names[b.first_index]!r})")
+            event = f"_RB({fc.name!r}, {fc.cfg_names[b.first_index]!r})"
+            if b.index in fc.osr_headers:
+                # (at a loop's entry the recorder may ask for the frame's values)
+                self.out.add(ind, f"_rv = {event}")
+                self.out.add(ind, "if _rv: _RV(_rv, locals())")
+            else:
+                self.out.add(ind, event)
 
     def emit_leave(self, ind):
         self.out.add(ind, "_RL()")

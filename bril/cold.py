@@ -163,7 +163,8 @@ class ColdEngine:
         recorder (`bril.trace_record.Recorder`), as the record variants of
         generated code do: the same events in the same order, whichever tier
         runs what (promotion and on-stack replacement go to those variants)."""
-        self._rec = (recorder.enter, recorder.block, recorder.leave)
+        self._rec = (recorder.enter, recorder.block, recorder.leave,
+                     getattr(recorder, "sample", None))
         self.activate = self._activate_recording
 
     def stop_recording(self):
@@ -181,7 +182,7 @@ class ColdEngine:
             from .cfg import block_names
             where = block_names(cf.func.get("instrs") or [])
             names = cf.record_names = [where.get(blk.first_index) for blk in cf.blocks]
-        enter, report, leave = self._rec
+        enter, report, leave, sample = self._rec
         fname = cf.name
         enter(fname)
         codes = cf.codes
@@ -195,7 +196,9 @@ class ColdEngine:
                     code = self._prepare(cf, b, code)
                 name = names[b]
                 if name is not None:
-                    report(fname, name)
+                    asked = report(fname, name)
+                    if asked:               # (the values at a loop's entry)
+                        sample(asked, env.get)
                 size, body, term, label = code
                 n += size
                 if has_phi and label is not None:

@@ -280,6 +280,16 @@ class CompiledProgram:
             if rec_name in ns:
                 ns[rec_name] = self._lazy_variant(rec_name, i, "normal")
 
+    @staticmethod
+    def sample_values(recorder):
+        """What a record variant calls with its locals when the recorder asks for
+        the values at a loop entry (`Recorder.sample`: by Bril names)."""
+        sample = getattr(recorder, "sample", None)
+
+        def values(stats, loc):
+            sample(stats, lambda v: loc.get(var_name(v)))
+        return values
+
     def resume_unrecorded(self, index, header, loc):
         """A record variant's frame once the recorder has stopped: go on at loop
         header block `header` in function `index`'s osr variant, with the frame's
@@ -559,7 +569,8 @@ def run(prog, argv=(), *, out=None, base_dir=None, lib_dirs=(), filename=None,
     try:
         if recorder is not None:
             compiled.ns.update(_RE=recorder.enter, _RB=recorder.block, _RL=recorder.leave,
-                               _RS=False, _RX=compiled.resume_unrecorded)
+                               _RS=False, _RX=compiled.resume_unrecorded,
+                               _RV=compiled.sample_values(recorder))
             on_stop = getattr(recorder, "on_stop", None)
             if on_stop is not None:
                 on_stop.append(compiled.stop_recording)

@@ -333,26 +333,28 @@ def tail_label(header, block):
     return f"{header}.{MARK}.t.{block}"
 
 
-def loop_clone(cfg, header, body):
+def loop_clone(cfg, header, body, label=None):
     """A copy of the loop of `header` (its blocks `body`, as `cfg` names them)
     whose jumps inside the loop stay in the copy and whose exits go where
-    the loop's go; its entry is `tail_label(header, header)`.  None if some
-    block falls through to an unlabeled block or off the function's end."""
+    the loop's go; its entry is `label(header, header)` (default `tail_label`).
+    None if some block falls through to an unlabeled block or off the
+    function's end."""
+    label = label or tail_label
     out = []
     for name, blk in cfg.blocks.items():
         if name not in body:
             continue
-        out.append({"label": tail_label(header, name)})
+        out.append({"label": label(header, name)})
         for ins in blk.instrs:
-            if ins.get("op") in ("jmp", "br"):
-                ins = dict(ins, labels=[tail_label(header, l) if l in body else l
+            if "labels" in ins:         # (jmp, br, and a trace's guards)
+                ins = dict(ins, labels=[label(header, l) if l in body else l
                                         for l in ins["labels"]])
             out.append(dict(ins))
         if blk.terminator is None:
             nxt = blk.fall
             if nxt is None or (nxt not in body and cfg.blocks[nxt].label is None):
                 return None
-            out.append({"op": "jmp", "labels": [tail_label(header, nxt) if nxt in body else nxt]})
+            out.append({"op": "jmp", "labels": [label(header, nxt) if nxt in body else nxt]})
     return out
 
 

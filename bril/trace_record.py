@@ -17,6 +17,9 @@ candidate traces over that sequence to see what they would save and waste.
 
 from .cfg import block_sizes, natural_loops
 
+# Loop entries whose values are sampled, with `values` (`bril.specialize`).
+VALUE_SAMPLES = 32
+
 EXIT = -1          # the loop was left along a path not kept
 LONG = -2
 _EXIT_BASE = -3     # exit path x is the outcome _EXIT_BASE - x
@@ -43,6 +46,10 @@ class LoopStats:
         self.running = False        # still running when the recorder stopped
         self.scale = 1.0            # the whole run's iterations per recorded one (est.)
         self.start = None           # instructions heard when its first recording began
+        self.entries = 0            # recordings begun: entries of the loop once hot
+        self.wanted = frozenset()   # variables whose values to sample at entries
+        self.values = {}            # variable -> value sampled (`specialize.record_value`)
+        self.samples = 0
         self._members = None
 
     def members(self):
@@ -112,8 +119,12 @@ class Recorder:
     the run, as with `max_seq`; the count of each event is deterministic, so
     where recording stops is too."""
 
-    def __init__(self, funcs, infos, hot=56, max_events=4000, max_seq=5_000, budget=None):
+    def __init__(self, funcs, infos, hot=56, max_events=4000, max_seq=5_000, budget=None,
+                 values=False):
         self.funcs = funcs
+        # Sample values at loop entries (`bril.specialize`): `block` then returns
+        # the loop's LoopStats, and the engine passes the frame to `sample`.
+        self.values = values
         self.infos = infos              # name -> trace_build.FunctionInfo (shared)
         self.hot = hot
         self.max_events = max_events
@@ -150,9 +161,13 @@ class Recorder:
             sizes = self._sizes_of(fname)
             self.instrs += sum(n * sizes[b] for b, n in early.items())
             hs = {}
+            if self.values:
+                from . import specialize
             for loop in natural_loops(info.cfg):
                 st = LoopStats(fname, loop.header, loop.body)
                 st.visits = early.get(loop.header, 0)
+                if self.values:
+                    st.wanted = specialize.wanted(info.func, info.cfg, loop)
                 hs[loop.header] = self._loops[(fname, loop.header)] = st
             self._headers[fname] = hs
             self._blocks[fname] = {b: (n, hs.get(b)) for b, n in sizes.items()}
@@ -331,3 +346,13 @@ class Recorder:
                 r = _Recording(st, ev, self.left)
                 recs.append(r)
                 active.append(r)
+                st.entries += 1
+                if st.wanted and st.samples < VALUE_SAMPLES:
+                    return st
+
+    def sample(self, st, get):
+        """The values at an entry of st's loop (`get`: variable -> value or None)."""
+        from .specialize import record_value
+        st.samples += 1
+        for v in st.wanted:
+            record_value(st, v, get(v))

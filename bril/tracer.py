@@ -155,9 +155,11 @@ class TraceResult(Record):
     # max_header_visits: int = 0  # the busiest loop header's visits in the training run
     # optimized: bool = False  # traces were spliced into the `-O` program
     # base_count: int = 0  # the program traces were spliced into, on the training input
+    # versions: list = []  # loops versioned on invariant values (`bril.specialize`)
     fields = ('program', 'chains', 'original_count', 'traced_count', 'output', 'traced_output',
-              'dropped', 'max_header_visits', 'optimized', 'base_count')
-    defaults = {'dropped': list, 'max_header_visits': 0, 'optimized': False, 'base_count': 0}
+              'dropped', 'max_header_visits', 'optimized', 'base_count', 'versions')
+    defaults = {'dropped': list, 'max_header_visits': 0, 'optimized': False, 'base_count': 0,
+                'versions': list}
 
 
 def _optimized(prog):
@@ -169,7 +171,7 @@ def _optimized(prog):
 
 
 def trace_program(prog, argv, *, hot=56, out=None, run=None, record=None, optimize=True,
-                  passes=(), cache=None, growth_price=None):
+                  passes=(), cache=None, growth_price=None, specialize=False):
     """Run `prog` on `argv` (printing to `out` if given) and return a
     TraceResult whose program has the paying traces spliced in.
 
@@ -199,12 +201,13 @@ def trace_program(prog, argv, *, hot=56, out=None, run=None, record=None, optimi
     from . import trace_plugin
     trace_plugin.PASSES[:] = passes
     try:
-        return _trace_program(prog, argv, hot, out, run, record, optimize, cache, growth_price)
+        return _trace_program(prog, argv, hot, out, run, record, optimize, cache, growth_price,
+                              specialize)
     finally:
         trace_plugin.PASSES[:] = []
 
 
-def _trace_program(prog, argv, hot, out, run, record, optimize, cache, price):
+def _trace_program(prog, argv, hot, out, run, record, optimize, cache, price, specialize):
     from . import interp
     from .trace_cost import GROWTH_PRICE
     record = record or interp.run_recording
@@ -222,7 +225,7 @@ def _trace_program(prog, argv, hot, out, run, record, optimize, cache, price):
     try:
         # (not recorded: the original runs at full speed, a recorder that stops
         # at once, for the output and count the caller sees)
-        rec = _recorder(prog, hot, budget=0 if only_optimized else RECORD_BUDGET)
+        rec = _recorder(prog, hot, 0 if only_optimized else RECORD_BUDGET, specialize)
         count = record(prog, argv, buf, rec)
     finally:
         if out is not None:
@@ -258,7 +261,7 @@ def _trace_program(prog, argv, hot, out, run, record, optimize, cache, price):
         if optimize and base is None:
             base = _optimized(prog)         # (a large program: only once a loop got hot)
     if base is not None:
-        orec = _recorder(base, hot)
+        orec = _recorder(base, hot, values=specialize)
         obuf = io.StringIO()
         try:
             ocount = record(base, argv, obuf, orec)
@@ -269,7 +272,7 @@ def _trace_program(prog, argv, hot, out, run, record, optimize, cache, price):
             bases.insert(0, (True, base, orec, ocount))
     if not bases:
         # `-O` failed its check: the original recorded after all.
-        rec = _recorder(prog, hot)
+        rec = _recorder(prog, hot, values=specialize)
         record(prog, argv, io.StringIO(), rec)
         rec.scale_to(count)
         bases.append((False, prog, rec, count))
@@ -295,8 +298,29 @@ def _trace_program(prog, argv, hot, out, run, record, optimize, cache, price):
         if best is None or found[3] < best[0][3]:
             best = (found, optimized, base_count)
     (traced, chains, t_out, t_count, dropped), optimized, base_count = best
-    return TraceResult(traced, chains, count, t_count, original_out, t_out, dropped, visits,
-                       optimized, base_count)
+    result = TraceResult(traced, chains, count, t_count, original_out, t_out, dropped, visits,
+                         optimized, base_count)
+    if specialize:
+        brec = next(r for o, _, r, _ in bases if o == optimized)
+        _specialized(result, brec, argv, run, largest)
+    return result
+
+
+def _specialized(result, recorder, argv, run, largest):
+    """Version `result`'s hot loops on their invariant values (`bril.specialize`),
+    kept if the program still prints the same on the training input."""
+    from .specialize import specialize
+    room = None if largest is None else max(0, largest - _size(result.program))
+    prog, versions = specialize(result.program, recorder.loops, room)
+    if not versions:
+        return
+    try:
+        out, count = run(prog, argv)
+    except BrilError:
+        return
+    if out == result.output:
+        result.program, result.traced_output, result.traced_count = prog, out, count
+        result.versions = versions
 
 
 def _options(entry, largest, price, first=0):
@@ -344,9 +368,9 @@ def _size(prog):
     return sum(count_ops(f.get("instrs") or ()) for f in prog["functions"])
 
 
-def _recorder(prog, hot, budget=RECORD_BUDGET):
+def _recorder(prog, hot, budget=RECORD_BUDGET, values=False):
     funcs = {f["name"]: f for f in prog["functions"]}
-    return Recorder(funcs, {}, hot=hot, budget=budget)
+    return Recorder(funcs, {}, hot=hot, budget=budget, values=values)
 
 
 def report(result):
@@ -367,6 +391,8 @@ def report(result):
                    for ch in result.chains for j, t in enumerate(ch.traces)],
         "dropped": [{"func": ch.func, "header": ch.header, "saved_estimate": int(ch.gain)}
                     for ch in result.dropped],
+        "versions": [{"func": v.func, "header": v.header, "values": v.values,
+                      "instrs_added": v.added} for v in result.versions],
     }
 
 
@@ -387,6 +413,9 @@ def report_text(result):
                 f"{ch.aborts[j]}" + (f", saves ~{int(ch.gain)}" if j == 0 else ""))
     for ch in result.dropped:
         lines.append(f"  dropped @{ch.func} .{ch.header}: did not pay on the training run")
+    for v in result.versions:
+        on = ", ".join(f"{var} = {x}" for var, x in sorted(v.values.items()))
+        lines.append(f"  @{v.func} .{v.header}: versioned on {on} (+{v.added} instrs)")
     return lines
 
 

@@ -16,7 +16,7 @@ from bril.cli import no_cycle_collection
 USAGE = """\
 usage: brili [-p] [-f FILE | --text] [-L DIR]... [--tier T] [--no-cache]
              [--trace OUT.json [--hot N] [--trace-report FILE] [--trace-no-opt]
-                               [--trace-counts]
+                               [--trace-counts] [--trace-specialize]
                                [--trace-pass SPEC]... [--load FILE.py NAME]...]
              [--jit [--hot N] [--jit-background] [--jit-report FILE]] [ARGS...]
        brili --cache-info | --cache-clear
@@ -62,6 +62,13 @@ options:
                few hundred on these ARGS (preparing code costs every run its
                time; $BRIL_TRACE_GROWTH_PRICE sets the number): no trace for a
                short run, shorter unrollings for a longer one
+  --trace-specialize
+               with --trace: also version each hot loop on the values the run
+               showed invariant (an integer divisor the loop never writes):
+               a copy with the value as a constant, entered when a check at
+               the loop's entry finds it (else the original loop).  For
+               native code (brilc: a division by a constant becomes a
+               multiplication); the check costs 3 instructions per entry
   --trace-pass SPEC
                with --trace: run the plug-in pass SPEC on each trace's
                straight-line code before it is spliced (repeatable; commas
@@ -119,6 +126,7 @@ class _Options:
         self.trace_report = None
         self.trace_no_opt = False
         self.trace_counts = False
+        self.trace_specialize = False
         self.trace_passes = []
         self.loads = []
         self.jit = False
@@ -134,7 +142,7 @@ class _Options:
 _FLAGS = {
     "-h": ("help", True), "--help": ("help", True), "--text": ("text", True),
     "--dump-py": ("dump", True), "--trace-no-opt": ("trace_no_opt", True),
-    "--trace-counts": ("trace_counts", True),
+    "--trace-counts": ("trace_counts", True), "--trace-specialize": ("trace_specialize", True),
     "--jit": ("jit", True), "--jit-background": ("jit_background", True),
     "--no-cache": ("cache", False),
     "--cache-info": ("cache_command", "--cache-info"),
@@ -311,7 +319,8 @@ def _trace(prog, opts, out):
         passes = registry.resolve_all(opts.trace_passes)
     result = trace_program(prog, opts.args, hot=opts.hot or 56, out=out,
                            optimize=not opts.trace_no_opt, passes=passes,
-                           cache=_code_cache(opts), growth_price=0 if opts.trace_counts else None)
+                           cache=_code_cache(opts), growth_price=0 if opts.trace_counts else None,
+                           specialize=opts.trace_specialize)
     _write_atomically(opts.trace, _json_text(result.program))
     if opts.trace_report is not None:
         if opts.trace_report.endswith(".json"):

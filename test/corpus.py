@@ -21,6 +21,16 @@ def args_of(path):
     return m.group(1).split() if m else []
 
 
+_ALT_RE = re.compile(r"^\s*#\s*ALT-ARGS:(.*)$", re.M)
+
+
+def alt_args_of(path):
+    """The `# ALT-ARGS:` arguments of one of our programs (another input to
+    judge traces on), or None."""
+    m = _ALT_RE.search(Path(path).read_text())
+    return m.group(1).split() if m else None
+
+
 def bril_files(*parts, root=CONFORMANCE):
     """Sorted .bril files below root/parts... (recursively)."""
     base = root.joinpath(*parts)

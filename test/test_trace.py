@@ -5,7 +5,6 @@ traced program; stdout must be identical.  Our programs with an `# ALT-ARGS:`
 line are also run on that other input, which the traces were not built from.
 """
 
-import re
 
 import pytest
 
@@ -15,15 +14,7 @@ from bril.text import parse_program
 from bril.trace_emit import count_ops
 from bril.tracer import MARK, trace_program
 
-from corpus import BENCHMARKS, CONFORMANCE, args_of, bril_files, case_id
-
-_ALT_RE = re.compile(r"^\s*#\s*ALT-ARGS:(.*)$", re.M)
-
-
-def alt_args_of(path):
-    m = _ALT_RE.search(path.read_text())
-    return m.group(1).split() if m else None
-
+from corpus import BENCHMARKS, CONFORMANCE, alt_args_of, args_of, bril_files, case_id
 
 CASES = ([pytest.param(p, CONFORMANCE, id=case_id(p)) for p in bril_files("benchmarks")]
          + [pytest.param(p, BENCHMARKS, id="ours/" + case_id(p, BENCHMARKS))

@@ -1,0 +1,184 @@
+"""Value specialization (`brili --trace --trace-specialize`, `bril.specialize`).
+
+A hot loop that divides by a variable it never writes, seen holding one value
+at every entry the recording sampled, is copied with the value as a constant
+and entered through a check at the loop's entry.  The program must print
+exactly what the original prints on every input and engine: the training
+input, larger ones with the same value (the copy runs), and unseen values
+(the check fails and the original loop runs).
+"""
+
+import io
+import subprocess
+
+import pytest
+
+from bril import interp
+from bril.errors import BrilError
+from bril.jit import Jit
+from bril.specialize import VARIES, invariant_values, record_value
+from bril.text import parse_program
+from bril.tracer import MARK, report, report_text, trace_program
+from bril.trace_record import Recorder
+
+from corpus import BENCHMARKS, alt_args_of, args_of, bril_files, case_id
+
+LCG = (BENCHMARKS / "loops" / "lcg-period.bril").read_text()
+TRAIN = ["3000", "2147483647", "16807", "0", "1"]
+# (the same modulus, a longer run; other moduli; an empty loop)
+OTHERS = [["20000", "2147483647", "16807", "0", "1"], ["20000", "2147483629", "16807", "0", "1"],
+          ["500", "7", "3", "1", "2"], ["0", "2147483647", "16807", "0", "1"],
+          ["50", "-1000003", "5", "3", "9"]]
+
+
+def outputs(prog, args):
+    """What the Python engine, the JIT and the brilc executable print (or the error)."""
+    got = []
+    out = io.StringIO()
+    try:
+        count = interp.run(prog, args, out=out)
+        got.append((out.getvalue(), count))
+    except BrilError as e:
+        got.append(("error", e.message))
+    out = io.StringIO()
+    try:
+        interp.run(prog, args, out=out, jit=Jit(hot=3, background=False))
+        got.append(out.getvalue())
+    except BrilError as e:
+        got.append(("error", e.message))
+    return got
+
+
+def native_output(prog, args, tmp_path):
+    from bril import llvm_lower, native
+    exe = tmp_path / "prog"
+    native.build_executable(llvm_lower.lower_program(prog), str(exe))
+    done = subprocess.run([str(exe), "--"] + args, capture_output=True, timeout=120)
+    return done.returncode, done.stdout.decode()
+
+
+def _labels(prog):
+    return {i["label"] for f in prog["functions"] for i in f["instrs"] if "label" in i}
+
+
+def test_a_loop_dividing_by_an_argument_is_versioned_on_its_value(tmp_path):
+    prog = parse_program(LCG)
+    plain = trace_program(prog, TRAIN)
+    result = trace_program(prog, TRAIN, specialize=True)
+    assert plain.versions == []                     # (asked for only)
+    [v] = result.versions
+    assert (v.func, v.header, v.values) == ("main", "loop", {"m": 2147483647})
+    assert {f"loop.{MARK}.v", f"loop.{MARK}.v.loop"} <= _labels(result.program)
+    assert result.traced_output == result.output
+    for args in [TRAIN] + OTHERS:
+        want = interp.run_capture(prog, args)[0]
+        assert outputs(result.program, args)[0][0] == want, args
+        assert outputs(result.program, args)[1] == want, args
+        assert native_output(result.program, args, tmp_path) == (0, want), args
+    # The report names it.
+    assert report(result)["versions"] == [{"func": "main", "header": "loop",
+                                           "values": {"m": 2147483647}, "instrs_added": v.added}]
+    assert any("versioned on m = 2147483647" in line for line in report_text(result))
+
+
+def test_the_copy_reads_a_constant_and_the_check_runs_once_per_entry():
+    prog = parse_program(LCG)
+    result = trace_program(prog, TRAIN, specialize=True)
+    main = next(f for f in result.program["functions"] if f["name"] == "main")
+    copy_divs = []
+    inside = False
+    for ins in main["instrs"]:
+        if "label" in ins:
+            inside = ins["label"].startswith(f"loop.{MARK}.v.")
+        elif inside and ins["op"] == "div":
+            copy_divs.append(ins["args"][1])
+    assert copy_divs == [f"loop.{MARK}.vk.m"]
+    consts = [i for i in main["instrs"] if i.get("dest") == f"loop.{MARK}.vk.m"]
+    assert [c["value"] for c in consts] == [2147483647]
+    # The check's three instructions run once: the traced program executes 3
+    # more than without the versioning.
+    plain = trace_program(prog, TRAIN)
+    assert interp.run_capture(result.program, TRAIN)[1] == \
+        interp.run_capture(plain.program, TRAIN)[1] + 3
+
+
+def test_values_that_vary_between_entries_are_not_specialized():
+    # The divisor changes with the outer loop: no single value, no version.
+    text = """
+@main(n: int) {
+  one: int = const 1;
+  d: int = const 1;
+  s: int = const 0;
+.outer:
+  more: bool = le d n;
+  br more .start .done;
+.start:
+  i: int = const 0;
+.inner:
+  go: bool = lt i n;
+  br go .body .next;
+.body:
+  q: int = div i d;
+  s: int = add s q;
+  i: int = add i one;
+  jmp .inner;
+.next:
+  d: int = add d one;
+  jmp .outer;
+.done:
+  print s;
+}
+"""
+    prog = parse_program(text)
+    result = trace_program(prog, ["200"], specialize=True)
+    assert result.versions == []
+    assert interp.run_capture(result.program, ["300"])[0] == interp.run_capture(prog, ["300"])[0]
+
+
+def test_recorded_values_keep_only_what_a_literal_can_carry():
+    class Stats:
+        values = {}
+    st = Stats()
+    for var, value in (("a", 7), ("b", 7), ("c", 2 ** 53 + 1), ("z", 0), ("f", 1.5),
+                       ("u", None)):
+        record_value(st, var, value)
+    record_value(st, "b", 8)
+    record_value(st, "a", 7)
+    assert st.values["b"] is VARIES and st.values["f"] is VARIES and st.values["u"] is VARIES
+    # (2**53 + 1 reads as 2**53 in the reference tools; 0 does not divide)
+    assert invariant_values(st) == {"a": 7}
+
+
+@pytest.mark.parametrize("tier", ["cold", "auto", "fast"])
+def test_every_tier_samples_the_same_values(tier):
+    prog = parse_program(LCG)
+    funcs = {f["name"]: f for f in prog["functions"]}
+    rec = Recorder(funcs, {}, hot=5, values=True)
+    interp.run(prog, TRAIN, out=io.StringIO(), recorder=rec, tier=tier, promote_after=50)
+    st = rec.loops[("main", "loop")]
+    assert st.samples == 1 and st.values == {"m": 2147483647}
+
+
+CASES = ([pytest.param(p, id=case_id(p)) for p in bril_files("benchmarks")]
+         + [pytest.param(p, id="ours/" + case_id(p, BENCHMARKS))
+            for p in bril_files(root=BENCHMARKS)])
+
+
+@pytest.mark.parametrize("path", CASES)
+def test_specialized_programs_print_the_same(path):
+    """Every benchmark traced with specialization prints what the original prints,
+    on its training input and on another."""
+    prog = parse_program(path.read_text())
+    args = args_of(path)
+    try:
+        result = trace_program(prog, args, specialize=True)
+    except BrilError:
+        return                          # (a program that fails: nothing to compare)
+    if not result.versions:
+        return
+    for other in (args, alt_args_of(path) or args):
+        try:
+            want = interp.run_capture(prog, other)[0]
+        except BrilError:
+            continue
+        assert interp.run_capture(result.program, other)[0] == want, other
