@@ -168,3 +168,22 @@ def fold_values(op, values):
     if c is None or (c.type == "float" and not math.isfinite(c.value)):
         return None
     return c.value
+
+
+def single_constants(func):
+    """Variables the function assigns exactly once, by a `const`, and does not take
+    as arguments: wherever they are defined they hold that value."""
+    defs = {}
+    for ins in func.get("instrs", []):
+        d = ins.get("dest")
+        if d is not None:
+            defs.setdefault(d, []).append(ins)
+    params = {a["name"] for a in func.get("args") or []}
+    known = {}
+    for v, ds in defs.items():
+        if len(ds) == 1 and v not in params and ds[0]["op"] == "const" and ds[0].get(
+                "type") in ("int", "bool", "char"):
+            c = const_of(ds[0])         # (None for a value of the wrong type)
+            if c is not None:
+                known[v] = c.value
+    return known

@@ -30,6 +30,7 @@ from llvmlite import ir
 from .llvm_lower import (LoweredFunction, FunctionLowering, ProgramLowering, Unsupported, I1,
                          I64, PTR, const_int, kind)
 from .resume import Slots, decode_slot as _decode, decode_tagged, encode_slot as _encode
+from .folding import single_constants
 
 
 def _region_variables(info, region):
@@ -74,6 +75,12 @@ class RegionLowering(FunctionLowering):
         # Every variable gets a flag: a region can be entered before some are set.
         self.frame(self.fn, names, set(names), True)
         self.exits = {}
+        # An integer the function assigns once, by a `const`, holds that value
+        # wherever it is set: the region reads the constant (LLVM folds it, e.g. a
+        # divisor `brili --trace --trace-specialize` made constant).
+        self.known = {n: c for n, c in single_constants(info.func).items()
+                      if n in self.layout.types and n not in written
+                      and self.layout.types[n] == "int"}
 
     # --- slots ---------------------------------------------------------------------------
 
@@ -120,7 +127,8 @@ class RegionLowering(FunctionLowering):
             if n in self.undefs:
                 bld.store(bld.icmp_unsigned("==", self.load_slot(i), const_int(2)),
                           self.undefs[n])
-            bld.store(self.from_slots(n), self.slots[n])
+            c = self.known.get(n)
+            bld.store(self.from_slots(n) if c is None else const_int(c), self.slots[n])
         bld.store(const_int(0), self.counter)
         if self.spec_top is not None:
             bld.store(ir.Constant(PTR, None), self.spec_top)

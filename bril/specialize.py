@@ -22,9 +22,9 @@ The copy's labels are `H.trace.v.B` (B: the original block), its constants
 from .record import Record
 from .cfg import CFG, natural_loops
 from .dataflow import defined_vars
-from .folding import exact_in_double
+from .dominance import Dominance
+from .folding import exact_in_double, single_constants
 from .trace_emit import MARK, clone_site, count_ops, loop_clone
-from .trace_opt import single_constants
 
 # Header visits per entry below which a loop is not versioned: the check's 3
 # instructions per entry must be negligible beside the iterations.
@@ -95,8 +95,10 @@ def specialize(prog, loops, room=None):
             funcs.append(func)
             continue
         cfg = CFG.from_function(func)
+        dom = Dominance(cfg)
+        loops_of = natural_loops(cfg, dom)
         def_in = None
-        for loop in natural_loops(cfg):
+        for loop in loops_of:
             st = hot.get(loop.header)
             if st is None or cfg.blocks[loop.header].label is None:
                 continue
@@ -109,7 +111,11 @@ def specialize(prog, loops, room=None):
             values = {v: x for v, x in values.items() if v in def_in[loop.header]}
             if not values:
                 continue
-            new = _versioned(func, cfg, loop, values)
+            region = _region(cfg, dom, loop.header, loops_of)
+            if any(ins.get("dest") in values for name in region
+                   for ins in cfg.blocks[name].instrs):
+                continue
+            new = _versioned(func, cfg, loop.header, region, values)
             if new is None:
                 continue
             added = count_ops(new) - count_ops(instrs)
@@ -126,10 +132,30 @@ def specialize(prog, loops, room=None):
     return dict(prog, functions=funcs), done
 
 
-def _versioned(func, cfg, loop, values):
-    """The instructions of `func` with `loop` versioned on `values`, or None."""
-    header = loop.header
-    copy = loop_clone(cfg, header, loop.body, label=lambda h, b: f"{h}.{MARK}.v.{b}")
+def _region(cfg, dom, header, loops):
+    """What the copy of the loop of `header` holds: the loops of the blocks the
+    header dominates (its own, and those of the traces spliced at it, whose loop
+    parts and tails never come back to it), and the blocks it dominates on the
+    way to them."""
+    dominated = {b for b in cfg.blocks if dom.reachable(b) and dom.dominates(header, b)}
+    cycles = set()
+    for loop in loops:
+        if loop.header in dominated:
+            cycles.update(loop.body)
+    region = set(cycles)
+    todo = list(cycles)
+    while todo:
+        for p in cfg.preds[todo.pop()]:
+            if p in dominated and p not in region:
+                region.add(p)
+                todo.append(p)
+    return region
+
+
+def _versioned(func, cfg, header, region, values):
+    """The instructions of `func` with the loop of `header` (the blocks `region`)
+    versioned on `values`, or None."""
+    copy = loop_clone(cfg, header, region, label=lambda h, b: f"{h}.{MARK}.v.{b}")
     instrs = func.get("instrs") or []
     site = clone_site(instrs)
     if copy is None or site is None:
@@ -175,11 +201,11 @@ def _versioned(func, cfg, loop, values):
             # from inside the loop jumps over it).
             prev = instrs[i - 1] if i else None
             falls = prev is not None and "op" in prev and prev["op"] not in ("jmp", "br", "ret")
-            if falls and block_of.get(id(prev)) in loop.body:
+            if falls and block_of.get(id(prev)) in region:
                 out.append({"op": "jmp", "labels": [header]})
             out.extend(check)
         elif ins.get("op") in ("jmp", "br") and header in ins["labels"] \
-                and block_of.get(id(ins)) not in loop.body:
+                and block_of.get(id(ins)) not in region:
             ins = dict(ins, labels=[check_label if lab == header else lab
                                     for lab in ins["labels"]])
         if i == site:

@@ -23,7 +23,8 @@ Works on the `Item` list from `trace_build`:
 """
 
 
-from .folding import const_of, exact_at_least, exact_at_most, exact_in_double, fold_values
+from .folding import (const_of, exact_at_least, exact_at_most, exact_in_double, fold_values,
+                      single_constants)
 from .numbering import ValueNumbers, const_key
 from .ops import FOLDABLE, INT_MAX, INT_MIN, OPS
 from .trace_build import EFFECT_OPS, Item, NotTraceable
@@ -255,25 +256,6 @@ def eliminate_dead(seq, live_at, end_live):
 
 _BOUND = {"lt": ("upper", 1), "le": ("upper", 0), "gt": ("lower", 1), "ge": ("lower", 0)}
 _SWAP = {name: OPS[name].swapped for name in _BOUND}
-
-
-def single_constants(func):
-    """Variables the function assigns exactly once, by a `const`, and does not take
-    as arguments: wherever they are defined they hold that value."""
-    defs = {}
-    for ins in func.get("instrs", []):
-        d = ins.get("dest")
-        if d is not None:
-            defs.setdefault(d, []).append(ins)
-    params = {a["name"] for a in func.get("args") or []}
-    known = {}
-    for v, ds in defs.items():
-        if len(ds) == 1 and v not in params and ds[0]["op"] == "const" and ds[0].get(
-                "type") in ("int", "bool", "char"):
-            c = const_of(ds[0])         # (None for a value of the wrong type)
-            if c is not None:
-                known[v] = c.value
-    return known
 
 
 def strengthen_guards(items, fresh_name, known=None, int_min=INT_MIN, int_max=INT_MAX):

@@ -36,8 +36,9 @@ from .trace_cost import simulate  # noqa: F401 (also read from here)
 from .cfg import block_sizes
 from .trace_emit import MARK, Emitter, clone_site, count_ops, loop_clone, tail_label
 from .trace_exit import Exits, variable_types
+from .folding import single_constants
 from .trace_opt import (eliminate_dead, find_cut, hoist_guards, number_values, place_regions,
-                        single_constants, strengthen_guards)
+                        strengthen_guards)
 
 UNROLLS = (1, 2, 4, 8, 16, 32)
 # Traces chosen for time (a growth price) unroll at most this far: over the 131
