@@ -29,27 +29,32 @@ from .trace_emit import MARK, clone_site, count_ops, loop_clone
 # Header visits per entry below which a loop is not versioned: the check's 3
 # instructions per entry must be negligible beside the iterations.
 MIN_TRIP = 16
-# A value seen at one entry only is taken as invariant too (a loop run once).
+# A variable's sampled values differed (or one was no integer).  One value seen
+# at a single entry counts as invariant: a loop entered once, as most are.
 VARIES = object()
 
 
-def wanted(func, cfg, loop):
-    """The variables worth sampling at the entries of `loop`: integers it reads as
-    the divisor of a `div` and never writes, and that are not one constant
-    throughout the function already."""
-    written = set()
-    divisors = set()
-    for name in loop.body:
-        for ins in cfg.blocks[name].instrs:
-            d = ins.get("dest")
-            if d is not None:
-                written.add(d)
-            if ins.get("op") == "div" and len(ins.get("args") or ()) == 2:
-                divisors.add(ins["args"][1])
+def wanted(func, cfg, loops):
+    """{header: the variables worth sampling at the entries of its loop} for
+    `loops` of `func`: integers the loop reads as the divisor of a `div` and
+    never writes, and that are not one constant throughout the function
+    already (native code sees those)."""
     types = _declared(func)
-    constant = single_constants(func)       # (native code sees those already)
-    return frozenset(v for v in divisors - written
-                     if types.get(v) == "int" and v not in constant)
+    constant = single_constants(func)
+    out = {}
+    for loop in loops:
+        written = set()
+        divisors = set()
+        for name in loop.body:
+            for ins in cfg.blocks[name].instrs:
+                d = ins.get("dest")
+                if d is not None:
+                    written.add(d)
+                if ins.get("op") == "div" and len(ins.get("args") or ()) == 2:
+                    divisors.add(ins["args"][1])
+        out[loop.header] = frozenset(v for v in divisors - written
+                                     if types.get(v) == "int" and v not in constant)
+    return out
 
 
 def record_value(stats, var, value):
@@ -98,14 +103,14 @@ def specialize(prog, loops, room=None):
         dom = Dominance(cfg)
         loops_of = natural_loops(cfg, dom)
         def_in = None
+        useful = wanted(func, cfg, loops_of)
         for loop in loops_of:
             st = hot.get(loop.header)
             if st is None or cfg.blocks[loop.header].label is None:
                 continue
             if st.visits < MIN_TRIP * max(1, st.entries):
                 continue
-            values = {v: x for v, x in invariant_values(st).items()
-                      if v in wanted(func, cfg, loop)}
+            values = {v: x for v, x in invariant_values(st).items() if v in useful[loop.header]}
             if def_in is None:
                 def_in = defined_vars(cfg, [a["name"] for a in func.get("args") or []])[0]
             values = {v: x for v, x in values.items() if v in def_in[loop.header]}

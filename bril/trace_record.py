@@ -161,13 +161,15 @@ class Recorder:
             sizes = self._sizes_of(fname)
             self.instrs += sum(n * sizes[b] for b, n in early.items())
             hs = {}
+            loops = natural_loops(info.cfg)
+            wanted = {}
             if self.values:
-                from . import specialize
-            for loop in natural_loops(info.cfg):
+                from .specialize import wanted as worth_sampling
+                wanted = worth_sampling(info.func, info.cfg, loops)
+            for loop in loops:
                 st = LoopStats(fname, loop.header, loop.body)
                 st.visits = early.get(loop.header, 0)
-                if self.values:
-                    st.wanted = specialize.wanted(info.func, info.cfg, loop)
+                st.wanted = wanted.get(loop.header, frozenset())
                 hs[loop.header] = self._loops[(fname, loop.header)] = st
             self._headers[fname] = hs
             self._blocks[fname] = {b: (n, hs.get(b)) for b, n in sizes.items()}
