@@ -23,8 +23,7 @@ Works on the `Item` list from `trace_build`:
 """
 
 
-from .folding import (const_of, exact_at_least, exact_at_most, exact_in_double, fold_values,
-                      single_constants)
+from .folding import exact_at_least, exact_at_most, exact_in_double, fold_values
 from .numbering import ValueNumbers, const_key
 from .ops import FOLDABLE, INT_MAX, INT_MIN, OPS
 from .trace_build import EFFECT_OPS, Item, NotTraceable

@@ -52,3 +52,12 @@ def turnt_run(args, env=None, **kwargs):
     environment["PATH"] = str(Path(sys.executable).parent) + os.pathsep + environment.get("PATH", "")
     return subprocess.run([sys.executable, "-m", "turnt", *args], env=environment,
                           capture_output=True, text=True, **kwargs)
+
+
+def benchmark_cases():
+    """pytest params of every benchmark program: the corpus's, then ours
+    (ids "core/x", "ours/loops/y")."""
+    import pytest
+    return ([pytest.param(p, id=case_id(p)) for p in bril_files("benchmarks")]
+            + [pytest.param(p, id="ours/" + case_id(p, BENCHMARKS))
+               for p in bril_files(root=BENCHMARKS)])

@@ -24,14 +24,12 @@ from bril.errors import BrilError
 from bril.jit import Jit
 from bril.text import parse_program
 
-from corpus import BENCHMARKS, CONFORMANCE, args_of, bril_files, case_id
+from corpus import BENCHMARKS, args_of, benchmark_cases, bril_files, case_id
 from dynamic_programs import DYNAMIC_LOOP, DYNAMIC_LOOP_ERRORS, DYNAMIC_MODES, DYNAMIC_UNITS
 
 _ALT_RE = re.compile(r"^\s*#\s*ALT-ARGS:(.*)$", re.M)
 
-CASES = ([pytest.param(p, id=case_id(p)) for p in bril_files("benchmarks")]
-         + [pytest.param(p, id="ours/" + case_id(p, BENCHMARKS))
-            for p in bril_files(root=BENCHMARKS)])
+CASES = benchmark_cases()
 
 
 def run_jit(prog, args=(), hot=3, hot_calls=20, background=False):

@@ -21,7 +21,7 @@ from bril.text import parse_program
 from bril.tracer import MARK, report, report_text, trace_program
 from bril.trace_record import Recorder
 
-from corpus import BENCHMARKS, alt_args_of, args_of, bril_files, case_id
+from corpus import BENCHMARKS, alt_args_of, args_of, benchmark_cases
 
 LCG = (BENCHMARKS / "loops" / "lcg-period.bril").read_text()
 TRAIN = ["3000", "2147483647", "16807", "0", "1"]
@@ -160,9 +160,7 @@ def test_every_tier_samples_the_same_values(tier):
     assert st.samples == 1 and st.values == {"m": 2147483647}
 
 
-CASES = ([pytest.param(p, id=case_id(p)) for p in bril_files("benchmarks")]
-         + [pytest.param(p, id="ours/" + case_id(p, BENCHMARKS))
-            for p in bril_files(root=BENCHMARKS)])
+CASES = benchmark_cases()
 
 
 @pytest.mark.parametrize("path", CASES)

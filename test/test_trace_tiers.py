@@ -18,11 +18,9 @@ from bril.errors import BrilError
 from bril.text import parse_program
 from bril.trace_record import Recorder
 
-from corpus import BENCHMARKS, CONFORMANCE, args_of, bril_files, case_id
+from corpus import CONFORMANCE, args_of, benchmark_cases
 
-CASES = ([pytest.param(p, id=case_id(p)) for p in bril_files("benchmarks")]
-         + [pytest.param(p, id="ours/" + case_id(p, BENCHMARKS))
-            for p in bril_files(root=BENCHMARKS)])
+CASES = benchmark_cases()
 
 # Ways to run: never promoted, promoted at the first backward jump or second call
 # (on-stack replacement into osrrecord variants everywhere), after a few
