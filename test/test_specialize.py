@@ -200,3 +200,24 @@ def test_the_jit_reads_the_constant_of_the_copy(monkeypatch):
     got = outputs(result.program, ["20000", "2147483647", "16807", "0", "1"])
     assert got[1] == got[0][0]
     assert any(known.get(f"loop.{MARK}.vk.m") == 2147483647 for known in seen), seen
+
+
+def test_the_command_versions_only_when_asked(tmp_path):
+    import json
+    import sys
+    prog = json.dumps(parse_program(LCG))
+
+    def brili(*args):
+        return subprocess.run([sys.executable, "-m", "bril.cli.brili", *args], input=prog,
+                              capture_output=True, text=True, timeout=120)
+
+    plain = brili("-p", *TRAIN)
+    for extra, versioned in (([], False), (["--trace-specialize"], True)):
+        out = tmp_path / "t.json"
+        done = brili("--trace", str(out), *extra, "--trace-report", "-", "-p", *TRAIN)
+        assert done.returncode == 0 and done.stdout == plain.stdout
+        # (the report's lines, then the run's count)
+        assert done.stderr.endswith(plain.stderr)
+        assert ("versioned on m = 2147483647" in done.stderr) == versioned
+        assert (f"loop.{MARK}.v" in out.read_text()) == versioned
+    assert "--trace-specialize" in brili("--help").stdout
