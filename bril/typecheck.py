@@ -595,6 +595,7 @@ class _Analysis:
             live, ids = self.spec_live, self.ids
             ft.snapshot_keys = {k for k in ft.spec_vars if live >> ids[k] & 1}
         self.prunes = {}
+        self._end_copies = {}
         entry = {}
         for p in params:
             entry[ids[p["name"]]] = (intern(checked_tags(p.get("type"))), True, None, None)
@@ -1212,21 +1213,44 @@ class _Analysis:
             if ov and self.shift:
                 vroot, ov = self.put(vroot, ov), {}
             t, f = b.targets
-            return [(t, *edge(vroot, droot, ov, bi, t, fact, True)),
-                    (f, *edge(vroot, droot, ov, bi, f, fact, False))], snaps
+            copies = self.end_copies(bi)
+            return [(t, *edge(vroot, droot, ov, bi, t, fact, True, copies)),
+                    (f, *edge(vroot, droot, ov, bi, f, fact, False, copies))], snaps
         if len(b.succs) > 1 and ov and self.shift:
             vroot, ov = self.put(vroot, ov), {}
         holds = True if fact is not None and op == "guard" else None
         return [(s, *edge(vroot, droot, ov, bi, s, fact, holds)) for s in b.succs], snaps
 
-    def edge(self, vroot, droot, ov, src, dst, fact, holds):
+    def end_copies(self, bi):
+        """{variable: the variable it is a copy of (`id`)} for the copies made in
+        block bi that still hold at its end: a branch's fact on one side of a copy
+        bounds the other too (`k = id e; go = gt e zero; br go ...`, as loop
+        rotation and copy propagation leave a loop's test, still proves k > 0)."""
+        copies = self._end_copies.get(bi)
+        if copies is None:
+            copies = {}
+            for _, op, _, _, aids, did, _ in self.recs[bi]:
+                if did is None:
+                    continue
+                if copies:
+                    copies.pop(did, None)
+                    for k in [k for k, src in copies.items() if src == did]:
+                        del copies[k]
+                if op == "id" and len(aids) == 1 and aids[0] != did:
+                    copies[did] = aids[0]
+            self._end_copies[bi] = copies
+        return copies
+
+    def edge(self, vroot, droot, ov, src, dst, fact, holds, copies=None):
         """(state on the edge src -> dst, False if the edge is never taken): the
         block's assignments `ov` applied to vroot, refined by `fact` being `holds`
         (unless holds is None; not refined if the refinement shows the edge is
-        never taken), without the variables dead at dst."""
+        never taken; `copies`: see `end_copies`), without the variables dead at dst."""
         get = self.get
         items = dict(ov) if ov else {}
         taken = holds is None or self.refine(items, vroot, fact, holds)
+        if taken and copies:
+            self.refine_copies(items, vroot, fact, copies)
         key = (src, dst)
         rm = self.prunes.get(key)
         if rm is None:
@@ -1279,6 +1303,28 @@ class _Analysis:
             elif v in items:
                 items[v] = val  # (a == b: the second write wins)
         return True
+
+
+    def refine_copies(self, items, vroot, fact, copies):
+        """Give the copies of a fact's operands (or the variables they copy) the
+        operand's refined range, intersected with their own."""
+        get = self.get
+        for a in (fact[1], fact[2]):
+            va = items[a] if a in items else get(vroot, a)
+            if va is None or va[0] != INT or not va[2]:
+                continue
+            lo, hi = va[2]
+            root = copies.get(a, a)
+            for k in [root] + [k for k, src in copies.items() if src == root]:
+                if k == a:
+                    continue
+                vk = items[k] if k in items else get(vroot, k)
+                if vk is None or vk[0] != INT:
+                    continue
+                klo, khi = vk[2] or FULL
+                rng = (max(lo, klo), min(hi, khi))
+                if rng[0] <= rng[1] and rng != vk[2]:
+                    items[k] = (vk[0], vk[1], rng, vk[3])
 
 
 def _forest_liveness(forest, succs, gen, kill):

@@ -254,6 +254,40 @@ def test_a_fact_dies_with_its_operands():
         assert outcome(prog, argv, check_facts=True) == expected
 
 
+COPIED_TEST = """
+@main(e: int, w: int) {
+  zero: int = const 0; two: int = const 2;
+  k: int = id e;
+  %s
+  go: bool = gt e zero;
+  br go .body .done;
+.body:
+  half: int = div k two;
+  print half;
+.done:
+  print k;
+}"""
+
+
+@pytest.mark.parametrize("between, proven", [
+    ("", True),                      # k is e at the branch: e > 0 bounds k too
+    ("e: int = id w;", False),       # e changed after the copy: k is not the tested value
+    ("k: int = id w;", False),       # k changed after the copy
+])
+def test_a_branch_bounds_the_copies_of_what_it_tests(between, proven):
+    # (loop rotation plus copy propagation leave `k = id e; go = gt e zero`)
+    prog = parse_program(COPIED_TEST % between)
+    func = prog["functions"][0]
+    blocks = codegen.build_blocks(func)
+    ft = tc.infer(func, blocks)
+    body = next(b for b in blocks if b.label == "body")
+    assert (ft.block_in[body.index].range("k") == (1, INT_MAX)) == proven
+    assert any(dividend for dividend, _ in ft.nonneg.values()) == proven
+    for e, w in itertools.product(("5", "-5", "0"), ("7", "-7")):
+        expected = simple_interp.run(prog, [e, w])
+        assert outcome(prog, [e, w], check_facts=True) == expected
+
+
 def test_a_loop_dividing_toward_zero_from_below_ends():
     prog = parse_program("""
     @main(x: int) {
