@@ -210,6 +210,7 @@ def trace_program(prog, argv, *, hot=56, out=None, run=None, record=None, optimi
 def _trace_program(prog, argv, hot, out, run, record, optimize, cache, price, specialize):
     from . import interp
     from .trace_cost import GROWTH_PRICE
+    forkable = record is None
     record = record or interp.run_recording
     largest = None              # instructions a traced program may have
     if GROWTH_PRICE if price is None else price:
@@ -217,27 +218,45 @@ def _trace_program(prog, argv, hot, out, run, record, optimize, cache, price, sp
         largest = (1 + GROWTH_LIMIT) * _size(prog)
     # A small program is recorded only as `-O` makes it, unless `-O` took more
     # than half the room traces may grow the program by (`OPTIMIZED_ROOM`).
-    base = _optimized(prog) if optimize and _size(prog) <= SMALL_PROGRAM else None
-    only_optimized = base is not None and (
-        largest is None or _size(base) - _size(prog) <= OPTIMIZED_ROOM * (largest - _size(prog)))
-    buf = io.StringIO()
-    started = time.perf_counter()
+    small = optimize and _size(prog) <= SMALL_PROGRAM
+    child = None
+    if small and forkable:
+        # The original runs (for the output and count the caller sees) in a
+        # child process, on the other core, while this one optimizes and
+        # records `-O` (if `-O` grew too much, the original is recorded here).
+        from . import forked
+        child = forked.start(_original_run_data, prog, argv, hot, specialize)
+    original = base_run = None
     try:
-        # (not recorded: the original runs at full speed, a recorder that stops
-        # at once, for the output and count the caller sees)
-        rec = _recorder(prog, hot, 0 if only_optimized else RECORD_BUDGET, specialize)
-        count = record(prog, argv, buf, rec)
+        base = _optimized(prog) if small else None
+        only_optimized = base is not None and (
+            largest is None
+            or _size(base) - _size(prog) <= OPTIMIZED_ROOM * (largest - _size(prog)))
+        if child is not None and only_optimized:
+            base_run = _record_base(base, argv, hot, specialize, record)
+            data, child = child.result(), None
+            if data is not None:
+                output, count, elapsed, error = data
+                original = (output, count, elapsed,
+                            None if error is None else BrilError(error[0], error[1]), None)
     finally:
-        if out is not None:
-            out.write(buf.getvalue())
-            out.flush()
+        if child is not None:
+            child.cancel()
+    if original is None:
+        original = _original_run(prog, argv, hot, specialize, record,
+                                 0 if only_optimized else RECORD_BUDGET)
+    original_out, count, elapsed, error, rec = original
+    if out is not None:
+        out.write(original_out)
+        out.flush()
+    if error is not None:
+        raise error
     if run is None:
         # A traced program that keeps its promise runs no more instructions
         # than the original, without a recorder: far beyond the time of that
         # run (with its recording overhead if recorded) is a hang.
-        deadline = CHECK_TIME_SLACK + CHECK_TIME_FACTOR * (time.perf_counter() - started)
+        deadline = CHECK_TIME_SLACK + CHECK_TIME_FACTOR * elapsed
         run = lambda p, a: interp.run_capture(p, a, timeout=deadline, cache=cache)  # noqa: E731
-    original_out = buf.getvalue()
     # Candidates: traces in the original if recorded, traces in the `-O` program
     # (recorded in a run that also checks it: the same output, no more
     # instructions), and the `-O` program alone.
@@ -261,13 +280,8 @@ def _trace_program(prog, argv, hot, out, run, record, optimize, cache, price, sp
         if optimize and base is None:
             base = _optimized(prog)         # (a large program: only once a loop got hot)
     if base is not None:
-        orec = _recorder(base, hot, values=specialize)
-        obuf = io.StringIO()
-        try:
-            ocount = record(base, argv, obuf, orec)
-        except BrilError:
-            ocount = None
-        if ocount is not None and obuf.getvalue() == original_out and ocount <= count:
+        orec, o_out, ocount = base_run or _record_base(base, argv, hot, specialize, record)
+        if ocount is not None and o_out == original_out and ocount <= count:
             orec.scale_to(ocount)
             bases.insert(0, (True, base, orec, ocount))
     if not bases:
@@ -304,6 +318,40 @@ def _trace_program(prog, argv, hot, out, run, record, optimize, cache, price, sp
         brec = next(r for o, _, r, _ in bases if o == optimized)
         _specialized(result, brec, argv, run, largest)
     return result
+
+
+def _original_run(prog, argv, hot, specialize, record=None, budget=0):
+    """The run whose output and count the caller sees: (output, count, seconds,
+    the BrilError it ended with or None, its recorder).  Budget 0: not recorded,
+    the original runs at full speed."""
+    from . import interp
+    record = record or interp.run_recording
+    buf = io.StringIO()
+    started = time.perf_counter()
+    rec = _recorder(prog, hot, budget, specialize)
+    try:
+        count = record(prog, argv, buf, rec)
+    except BrilError as e:
+        return buf.getvalue(), None, 0.0, e, None
+    # (a recorder that recorded nothing stays here: a child process sends none)
+    return buf.getvalue(), count, time.perf_counter() - started, None, rec if budget else None
+
+
+def _original_run_data(prog, argv, hot, specialize):
+    """`_original_run` in a child process: what it sends back (`bril.forked`)."""
+    output, count, elapsed, error, _ = _original_run(prog, argv, hot, specialize)
+    return output, count, elapsed, None if error is None else (error.message, error.pos)
+
+
+def _record_base(base, argv, hot, specialize, record):
+    """The `-O` program's recording run: (recorder, output, count or None if it failed)."""
+    orec = _recorder(base, hot, values=specialize)
+    obuf = io.StringIO()
+    try:
+        ocount = record(base, argv, obuf, orec)
+    except BrilError:
+        ocount = None
+    return orec, obuf.getvalue(), ocount
 
 
 def _specialized(result, recorder, argv, run, largest):
