@@ -24,7 +24,7 @@ the figure of merit Bril users compare optimizations by.
 ARGS for the conformance programs), then the original and the traced program
 run as whole processes, in turn, on the training input and on the larger one
 (LARGER, WALL_INPUTS; ARGS for ours) under `brili`, warm `brili --jit` (its code cache
-filled first) and the `brilc` executable: traced time / original time for
+filled first, JIT_FILLS) and the `brilc` executable: traced time / original time for
 each (below 1: the traces pay), the dynamic-instruction ratio on the larger
 input, the static size ratio (instructions) and tracing time / plain-run
 time on the training input.  Geomeans over the programs whose original runs
@@ -226,6 +226,15 @@ def _best(cmd, data, repeat, env=None):
     return best, result
 
 
+# Runs that fill the code cache before warm `--jit` is timed (the steady state of
+# a program run again and again): first with `--hot N` (every loop reaching N
+# iterations is compiled and kept; the first such run learns whether native code
+# needs the shared heap), then as users run it (None: sampled).  Filled by
+# sampled runs only, what was native depended on whether the sampler happened to
+# look during a loop of a few milliseconds (mat-mul 0.84-1.67 after 2 or 5 runs,
+# primes-between's training input 0.99-1.36).
+JIT_FILLS = (1000, 1000, 1000, None, None)
+
 # Short runs (a few ms: the brilc executables) are repeated until each side has
 # run this long in all, up to SHORT_RUNS times: the best of 3 runs of 5 ms is
 # mostly the machine's noise.
@@ -308,7 +317,9 @@ def wall_times(files, opts):
                         env = None
                     elif e == "jit":
                         for data in (orig, traced):
-                            _best(brili + ["--jit", "-p"] + inp, data, 2, env_fill)
+                            for hot in JIT_FILLS:
+                                _best(brili + ["--jit"] + (["--hot", str(hot)] if hot else [])
+                                      + ["-p"] + inp, data, 1, env_fill)
                         runs = [(brili + ["--jit", "-p"] + inp, data) for data in (orig, traced)]
                         env = env_warm
                     else:
