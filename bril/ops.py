@@ -172,7 +172,9 @@ _TABLE = [
     _arith("fmul", "float", "float", "({0} * {1})", commutative=True),
     _arith("fsub", "float", "float", "({0} - {1})"),
     # (IEEE arithmetic is what JavaScript does: x/0 is +-Infinity or NaN)
-    _arith("fdiv", "float", "float", "fdiv({0}, {1})", llvm=("binop", "fdiv")),
+    # (inline but for a zero divisor: a call costs more than the division)
+    _arith("fdiv", "float", "float", "({0} / {1} if {1} else fdiv({0}, {1}))",
+           llvm=("binop", "fdiv")),
     _arith("feq", "float", "float", "({0} == {1})", "bool", negated=None, swapped="feq", commutative=True),
     _arith("flt", "float", "float", "({0} < {1})", "bool", negated=None, swapped="fgt"),
     _arith("fgt", "float", "float", "({0} > {1})", "bool", negated=None, swapped="flt"),

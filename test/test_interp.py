@@ -310,6 +310,25 @@ def test_float_format(value, text):
     assert format_float(value) == text
 
 
+@pytest.mark.parametrize("tier", ["cold", "fast"])
+def test_fdiv_by_zero_is_ieee_in_every_tier(tier):
+    # (generated code divides inline and calls the helper only for a zero divisor)
+    prog = parse_program("""
+    @main(a: float, b: float) {
+      q: float = fdiv a b;
+      print q;
+    }""")
+    cases = [("1", "0", "Infinity"), ("-1", "0", "-Infinity"), ("1", "-0", "-Infinity"),
+             ("-1", "-0", "Infinity"), ("0", "0", "NaN"), ("-0", "0", "NaN"),
+             ("0", "2", "0.00000000000000000"), ("-0", "2", "-0.00000000000000000"),
+             ("3", "2", "1.50000000000000000"), ("1", "Infinity", "0.00000000000000000"),
+             ("Infinity", "0", "Infinity"), ("Infinity", "Infinity", "NaN")]
+    for a, b, want in cases:
+        out = io.StringIO()
+        run(prog, [a, b], out=out, tier=tier)
+        assert out.getvalue() == want + "\n", (a, b)
+
+
 def test_print_of_every_kind():
     out, _ = run_text("""
     @main {
