@@ -170,17 +170,12 @@ def time_tracing(files, opts):
         for name, path in selected(files, opts.only):
             data = interp_json(path)
             args = args_of(path)
-            best = {}
-            results = {}
-            for _ in range(max(1, opts.repeat)):
-                for kind, cmd in (("plain", brili + ["-p"] + args),
-                                  ("trace", brili + ["--trace", out, "--hot", str(opts.hot),
-                                                     "-p"] + args)):
-                    t = time.perf_counter()
-                    r = subprocess.run(cmd, input=data, capture_output=True)
-                    dt = time.perf_counter() - t
-                    best[kind] = min(best.get(kind, dt), dt)
-                    results[kind] = (r.returncode, r.stdout, r.stderr)
+            times, outs = _best_pair(
+                [(brili + ["-p"] + args, data),
+                 (brili + ["--trace", out, "--hot", str(opts.hot), "-p"] + args, data)],
+                opts.repeat)
+            best = dict(zip(("plain", "trace"), times))
+            results = dict(zip(("plain", "trace"), outs))
             if results["plain"] != results["trace"]:
                 print(f"{name:40} error: brili --trace printed something else")
                 continue
