@@ -333,7 +333,7 @@ def _original_run(prog, argv, hot, specialize, record=None, budget=0):
         count = record(prog, argv, buf, rec)
     except BrilError as e:
         return buf.getvalue(), None, 0.0, e, None
-    # (a recorder that recorded nothing stays here: a child process sends none)
+    # (budget 0: a recorder that heard nothing, not returned; a child could not send it)
     return buf.getvalue(), count, time.perf_counter() - started, None, rec if budget else None
 
 

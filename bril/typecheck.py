@@ -1304,7 +1304,6 @@ class _Analysis:
                 items[v] = val  # (a == b: the second write wins)
         return True
 
-
     def refine_copies(self, items, vroot, fact, copies):
         """Give the copies of a fact's operands (or the variables they copy) the
         operand's refined range, intersected with their own."""
