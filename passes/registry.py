@@ -201,9 +201,15 @@ def run_pass(p, prog):
 
 
 def run_pipeline(prog, names):
-    """Run passes given by name or spec (or as Pass objects), in order."""
-    for name in names:
-        for p in ([name] if isinstance(name, Pass) else resolve(name)):
+    """Run passes given by name or spec (or as Pass objects), in order, on a copy
+    of `prog` made once (each pass then changes it in place: `safety.owning`)."""
+    from .safety import copy_program, owning
+    passes = [p for name in names for p in ([name] if isinstance(name, Pass) else resolve(name))]
+    if not passes:
+        return prog
+    prog = copy_program(prog)
+    with owning():
+        for p in passes:
             prog = run_pass(p, prog)
     return prog
 

@@ -18,6 +18,7 @@ assigned inside a speculate..commit region roll back when a guard fails, which
 none of the analyses model.
 """
 
+import contextvars
 import copy
 
 from bril import ops
@@ -102,12 +103,46 @@ def copy_program(prog):
     return out
 
 
+# True while a pipeline runs on a program it owns (`owning`): its passes change it
+# in place instead of copying it each (a pass's input there is the previous
+# pass's output, which nothing else holds).
+# While a pipeline runs on a program it owns (`owning`): {id(function dict):
+# (the dict, whether it is well formed)}; else None.  Its passes change the
+# program in place instead of copying it each (a pass's input there is the
+# previous pass's output, which nothing else holds), and a function's shape is
+# judged once: a pass leaves a malformed function alone and keeps a well-formed
+# one so.  (The dict is held: its id cannot be reused meanwhile.)
+_OWNED = contextvars.ContextVar("bril_pass_owns_program", default=None)
+
+
+class owning:
+    """`with owning(): ...`: the passes run inside change the program they are
+    given (the caller made it its own, `copy_program`) rather than a copy."""
+
+    def __enter__(self):
+        self.token = _OWNED.set({})
+
+    def __exit__(self, *exc):
+        _OWNED.reset(self.token)
+
+
 def map_functions(prog, transform, avoid=SPEC_OPS):
-    """A deep copy of `prog` where every well-formed function that uses none of
-    the ops in `avoid` gets `transform(func)` (which returns its new instructions)."""
-    out = copy_program(prog)
+    """A deep copy of `prog` (`prog` itself inside `owning`) where every
+    well-formed function that uses none of the ops in `avoid` gets
+    `transform(func)` (which returns its new instructions)."""
+    shapes = _OWNED.get()
+    out = prog if shapes is not None else copy_program(prog)
     for func in out["functions"]:
-        if not ops_in(func) & avoid and well_formed(func):
+        if ops_in(func) & avoid:
+            continue
+        if shapes is None:
+            ok = well_formed(func)
+        else:
+            known = shapes.get(id(func))
+            ok = known[1] if known is not None else well_formed(func)
+            if known is None:
+                shapes[id(func)] = (func, ok)
+        if ok:
             func["instrs"] = transform(func)
     return out
 
@@ -145,30 +180,43 @@ def trusted_kinds(func):
     trusted = {v: next(iter(ks)) for v, ks in declared.items()
                if len(ks) == 1 and None not in ks}
 
-    def produces(instr, k):
-        if instr is None:
-            return True                 # arguments are checked at the call
-        op = instr["op"]
-        if op == "const":
-            c = const_of(instr)
-            return c is not None and c.type == k
-        if op == "call":
-            return True                 # the interpreter checks the result's type
-        if op in ("id", "phi"):
-            return all(trusted.get(a) == k for a in instr.get("args", ()))
-        if op == "get":
-            return all(trusted.get(a) == k for a in sets.get(instr["dest"], ()))
-        if op in ("load", "undef"):
-            return False
-        return _RESULT_KIND.get(op) == k
-
+    # What each definition produces is fixed, except for copies (`id`, `phi`: of
+    # their arguments) and `get` (of what the `set`s write): those depend on
+    # which variables stay trusted.  Judge the rest once, then drop variables
+    # with a dependent definition until stable (the greatest fixpoint).
+    depends = {}                        # variable -> variables its value comes from
+    for v in list(trusted):
+        k = trusted[v]
+        sources = []
+        for instr in defs[v]:
+            if instr is None:
+                continue                # arguments are checked at the call
+            op = instr["op"]
+            if op in ("id", "phi"):
+                sources.extend(instr.get("args", ()))
+            elif op == "get":
+                sources.extend(sets.get(instr["dest"], ()))
+            elif op == "const":
+                c = const_of(instr)
+                if c is None or c.type != k:
+                    break
+            elif op == "call":
+                continue                # the interpreter checks the result's type
+            elif op in ("load", "undef") or _RESULT_KIND.get(op) != k:
+                break
+        else:
+            if sources:
+                depends[v] = sources
+            continue
+        del trusted[v]
     changed = True
-    while changed:                      # greatest fixpoint: drop until stable
+    while changed:
         changed = False
-        for v in list(trusted):
+        for v, sources in list(depends.items()):
             k = trusted[v]
-            if not all(produces(i, k) for i in defs[v]):
+            if not all(trusted.get(a) == k for a in sources):
                 del trusted[v]
+                del depends[v]
                 changed = True
     return trusted
 
