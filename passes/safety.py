@@ -103,9 +103,6 @@ def copy_program(prog):
     return out
 
 
-# True while a pipeline runs on a program it owns (`owning`): its passes change it
-# in place instead of copying it each (a pass's input there is the previous
-# pass's output, which nothing else holds).
 # While a pipeline runs on a program it owns (`owning`): {id(function dict):
 # (the dict, whether it is well formed)}; else None.  Its passes change the
 # program in place instead of copying it each (a pass's input there is the
