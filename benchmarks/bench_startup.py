@@ -71,9 +71,12 @@ def main():
     ap.add_argument("--match", help="only programs whose name contains this")
     ap.add_argument("--worst", type=int, default=10, help="how many slowest programs to list")
     opts = ap.parse_args()
-
     # A private cache for this run, so that "cold" and "warm" mean what they say.
-    cache_dir = tempfile.mkdtemp(prefix="bench-startup-")
+    with tempfile.TemporaryDirectory(prefix="bench-startup-") as cache_dir:
+        return report(opts, cache_dir)
+
+
+def report(opts, cache_dir):
     env = dict(os.environ, BRIL_CACHE_DIR=cache_dir)
     modes = ["cold", "warm"] if opts.cold_and_warm else ["cold"] if opts.cold else ["warm"]
     commands = {"cold": opts.brili + " --no-cache", "warm": opts.brili}

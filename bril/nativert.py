@@ -71,19 +71,29 @@ def _built(kind, flags, suffix):
     cc = c_compiler()
     if cc is None:
         raise BrilError("no C compiler found (install cc or set CC)")
+    import shutil
     import tempfile
     folder = tempfile.mkdtemp(prefix="bril-runtime-")
     out = os.path.join(folder, "brilrt" + suffix)
-    with open(os.path.join(folder, "brilrt_messages.h"), "w") as fh:
-        fh.write(header)                # the runtime's messages (bril.messages)
-    run_tool([cc, *flags, "-I", folder, "-o", out, RUNTIME_SOURCE,
-              *(["-lm"] if suffix == ".so" else [])], "compiling the run-time library")
-    with open(out, "rb") as fh:
-        data = fh.read()
-    if cache.put(kind, key, data):
-        path = cache.entry_path(kind, key)
-        if path is not None:
-            return path
+    try:
+        with open(os.path.join(folder, "brilrt_messages.h"), "w") as fh:
+            fh.write(header)            # the runtime's messages (bril.messages)
+        run_tool([cc, *flags, "-I", folder, "-o", out, RUNTIME_SOURCE,
+                  *(["-lm"] if suffix == ".so" else [])], "compiling the run-time library")
+        with open(out, "rb") as fh:
+            data = fh.read()
+        if cache.put(kind, key, data):
+            path = cache.entry_path(kind, key)
+            if path is not None:
+                shutil.rmtree(folder, ignore_errors=True)
+                return path
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    # No cache: the build is used from the folder until this process ends (a
+    # loaded library may be unlinked, an object is still to be linked).
+    import atexit
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
     return out
 
 

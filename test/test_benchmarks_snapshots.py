@@ -21,7 +21,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 import tomllib
 from pathlib import Path
 
@@ -53,7 +52,7 @@ def test_there_are_enough_programs_in_every_category():
 
 
 @pytest.mark.parametrize("env", TURNT_RUNS)
-def test_turnt_env_passes_on_benchmarks(env):
+def test_turnt_env_passes_on_benchmarks(env, tmp_path):
     programs = TURNT_RUNS[env]
     if env == "aot" and not (shutil.which("cc") or shutil.which("gcc")):
         pytest.skip("no C compiler to link brilc's executables")
@@ -63,7 +62,7 @@ def test_turnt_env_passes_on_benchmarks(env):
     environment.pop("BRIL_TRACE_GROWTH_PRICE", None)    # (traced as users trace)
     rounds = ["cold", "warm"] if env in COLD_AND_WARM else ["once"]
     if env in COLD_AND_WARM:
-        environment.update(BRIL_CACHE_DIR=tempfile.mkdtemp(prefix=f"turnt-{env}-"),
+        environment.update(BRIL_CACHE_DIR=str(tmp_path / "cache"),
                            BRIL_JIT_PRECOMPILE="wait")
     for round_ in rounds:
         done = turnt_run(["-j", "-e", env] + [str(p) for p in programs], cwd=ROOT,

@@ -261,3 +261,18 @@ def test_brili_without_the_cache(tmp_path, off):
     proc = brili(off + ["-p", "3000"], text, tmp_path, **env)
     assert proc.returncode == 0
     assert not (tmp_path / "py").exists()
+
+
+@pytest.mark.parametrize("cache", ["on", "off"])
+def test_building_the_run_time_library_leaves_no_temporary_files(tmp_path, cache):
+    """The run-time library is built in a temporary folder: removed once the build
+    is in the cache, or when the process ends if there is no cache."""
+    text = json.dumps(parse_program(PROGRAM))
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    env = {"TMPDIR": str(scratch)} | ({} if cache == "on" else {"BRIL_CACHE": "0"})
+    plain = brili(["-p", "3000"], text, tmp_path / "cache", **env)
+    jit = brili(["--jit", "--hot", "1", "-p", "3000"], text, tmp_path / "cache", **env)
+    assert jit.returncode == 0, jit.stderr
+    assert (jit.stdout, jit.stderr) == (plain.stdout, plain.stderr)
+    assert list(scratch.iterdir()) == []
