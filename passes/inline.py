@@ -4,8 +4,11 @@ A call is replaced by a renamed copy of the callee's body when that cannot
 change behaviour or add executed instructions:
 - the callee is small (`INLINE_LIMIT`), not recursive (in no call-graph cycle),
   and uses no speculation, `phi`, `set` or `get` (its shadow variables would
-  mix with the caller's) and no `load` (an uninitialized read names the
-  pointer variable in its message); the caller uses no speculation or `phi`;
+  mix with the caller's); the caller uses no speculation or `phi`;
+- a variable the callee loads through keeps its name (an uninitialized read
+  names it in its message): the caller uses no variable of that name (another
+  inlined body may, with the same type: each body assigns it before reading it);
+  and a callee that loads has no loop;
 - every variable the callee reads is assigned on every path to the read, and
   every label it jumps to exists (such failures name the renamed variable or
   label);
@@ -18,9 +21,9 @@ change behaviour or add executed instructions:
 - counting per path, the copies added (assigned parameters, returned values,
   jumps out of the body) do not exceed the `call` and `ret` removed.
 
-Parameters the callee never assigns are replaced by the caller's argument
-variables (the inlined body writes only fresh names, so they cannot change
-under it); others are copied with `id`.  A returned variable computed by the
+Parameters the callee never assigns nor loads through are replaced by the
+caller's argument variables (the inlined body writes only fresh names, so they
+cannot change under it); others are copied with `id`.  A returned variable computed by the
 instruction just before the `ret`, and read nowhere else, is computed straight
 into the call's destination.
 
@@ -76,23 +79,32 @@ def rename_instrs(instrs, var_map, label_map):
     return out
 
 
+def load_pointers(instrs):
+    """The variables loaded through: they keep their names when inlined."""
+    return {i["args"][0] for i in instrs if i.get("op") == "load" and i.get("args")}
+
+
 def inline_call(call, callee, used_vars, used_labels):
     """The instructions that replace `call` by the body of `callee`.
 
     used_vars / used_labels: the variable and label names taken in the caller
-    (sets or `NameSupply`s; the fresh names are added).  Does not check that
-    inlining is allowed (see `can_inline`)."""
+    (sets or `NameSupply`s; the fresh names are added).  The callee's
+    `load_pointers` keep their names.  Does not check that inlining is allowed
+    (see `can_inline`)."""
     used_vars, used_labels = _supply(used_vars), _supply(used_labels)
     fname = callee["name"]
     body = callee.get("instrs", [])
     params = [a["name"] for a in callee.get("args", ())]
     args = call.get("args", [])
+    kept = load_pointers(body)
     assigned = {i["dest"] for i in body if "dest" in i}
     local_vars = (variable_names(callee) - set(params)) | (set(params) & assigned)
-    var_map = renaming(local_vars, used_vars, fname)
+    var_map = renaming(local_vars - kept, used_vars, fname)
+    var_map.update((k, k) for k in kept)
+    used_vars.used.update(kept)
     out = []
     for p, a, param in zip(params, args, callee.get("args", ())):
-        if p in assigned:
+        if p in assigned or p in kept:
             out.append({"op": "id", "dest": var_map[p], "type": param["type"], "args": [a]})
         else:
             var_map[p] = a
@@ -136,6 +148,23 @@ def _call_graph(prog):
     return {f["name"]: {i["funcs"][0] for i in f.get("instrs", ())
                         if i.get("op") == "call" and i.get("funcs")}
             for f in prog["functions"]}
+
+
+def prune_functions(prog):
+    """Pass: drop the functions no call from `@main` can reach (after inlining,
+    a callee inlined at every call); a program without `@main` (a module of
+    functions for others to import) is left whole."""
+    graph = _call_graph(prog)
+    if "main" not in graph:
+        return copy_program(prog)
+    reached, todo = {"main"}, ["main"]
+    while todo:
+        for callee in graph.get(todo.pop(), ()):
+            if callee not in reached:
+                reached.add(callee)
+                todo.append(callee)
+    return copy_program(dict(prog, functions=[f for f in prog["functions"]
+                                              if f["name"] in reached]))
 
 
 def recursive_functions(prog):
@@ -259,7 +288,20 @@ class _CalleeInfo:
             self.ret_costs.append(jump)
         params = {a["name"] for a in func.get("args", ())}
         assigned = {i["dest"] for i in func.get("instrs", ()) if "dest" in i}
-        self.param_copies = len(params & assigned)
+        # The names kept (`load_pointers`), with their types.
+        self.kept = {n: None for n in load_pointers(func.get("instrs", ()))}
+        # A callee with loads inlines only without a loop (a memory function that
+        # loops pays its call once per loop: inlined, matrix and array helpers
+        # copied into every caller left mat-mul's traces less room, no faster).
+        rpo = {n: k for k, n in enumerate(cfg.reverse_postorder())}
+        if self.kept and any(rpo[h] <= rpo[t] for t in rpo for h in cfg.succs[t] if h in rpo):
+            self.ok = False
+        for n, t in [(a["name"], a.get("type")) for a in func.get("args", ())] + [
+                (i["dest"], i.get("type")) for i in func.get("instrs", ()) if "dest" in i]:
+            if n in self.kept:
+                self.ok = self.ok and self.kept[n] in (None, t)
+                self.kept[n] = t
+        self.param_copies = len(params & (assigned | set(self.kept)))
 
 
 def can_inline(call, info, caller_kinds, defined):
@@ -287,9 +329,7 @@ def can_inline(call, info, caller_kinds, defined):
     return worst <= 2           # the removed `call` and `ret`
 
 
-# A failing `load` names its pointer variable in the error message, which
-# renaming would change; callees with loads stay calls.
-_AVOID_IN_CALLEE = ops.STATEFUL_OPS | {"load"}
+_AVOID_IN_CALLEE = ops.STATEFUL_OPS
 
 
 def inline(prog):
@@ -332,7 +372,9 @@ def _inline_into(func, funcs, rec, infos):
             if instr.get("op") == "call":
                 defined_at[id(instr)] = defined
     kinds = trusted_kinds(func)
-    used_vars = NameSupply(variable_names(func))
+    own_vars = variable_names(func)
+    kept_types = {}                 # names kept by the bodies inlined so far -> type
+    used_vars = NameSupply(set(own_vars))
     used_labels = NameSupply(label_names(func.get("instrs", ())))
     size = sum(1 for i in func.get("instrs", ()) if "op" in i)
     out = []
@@ -346,9 +388,12 @@ def _inline_into(func, funcs, rec, infos):
         info = infos.get(callee_name)
         if info is None:
             info = infos[callee_name] = _CalleeInfo(callee)
-        if not can_inline(instr, info, kinds, defined_at[id(instr)]):
+        if not can_inline(instr, info, kinds, defined_at[id(instr)]) or any(
+                n in own_vars or (n in used_vars.used and kept_types.get(n) != t)
+                for n, t in info.kept.items()):
             out.append(instr)
             continue
+        kept_types.update(info.kept)
         out.extend(inline_call(instr, callee, used_vars, used_labels))
         size += info.size
     return out

@@ -43,6 +43,8 @@ def _passes():
         Pass("constprop", constprop.constprop,
              "global constant propagation and folding; branches on constants become jumps"),
         Pass("inline", inline.inline, "inline small non-recursive functions"),
+        Pass("prune", inline.prune_functions,
+             "drop the functions no call from @main reaches (whole programs; not in -O)"),
         Pass("to-ssa", ssa.to_ssa, "convert into SSA form (ssa2 set/get), pruned by liveness"),
         Pass("from-ssa", ssa.from_ssa, "convert ssa2 set/get back to ordinary copies, coalescing"),
         Pass("licm", licm.licm, "loop-invariant code motion into loop preheaders"),

@@ -279,6 +279,57 @@ def test_inline_keeps_calls_whose_checks_could_fail():
     assert prog == parse_program(src)
 
 
+def test_inline_keeps_the_names_loads_report():
+    # An uninitialized read names the pointer variable: an inlined load keeps it
+    # (copied in from the argument), so the error reads the same.
+    callee = "@get(cell: ptr<int>): int { x: int = load cell; y: int = add x x; ret y; }"
+    src = """@main(n: int) { one: int = const 1; p: ptr<int> = alloc one;
+      b: bool = lt n one; br b .skip .fill;
+    .fill: store p n;
+    .skip: v: int = call @get p; w: int = call @get p; print v w; free p; }""" + callee
+    prog = registry.run_pipeline(parse_program(src), ["inline"])
+    main = [_short(i) for i in prog["functions"][0]["instrs"]]
+    assert not any("call" in i for i in main)
+    assert main.count(("cell", "id", "p")) == 2
+    assert outcome(prog, ["0"])[1] == "Pointer cell points to uninitialized data"
+    assert outcome(prog, ["0"])[:2] == outcome(parse_program(src), ["0"])[:2]
+    before, after = outcome(parse_program(src), ["5"]), outcome(prog, ["5"])
+    assert after[:2] == before[:2] == ("10 10\n", None) and after[2] < before[2]
+    # A caller with a variable of that name keeps the call.
+    clash = """@main { one: int = const 1; cell: ptr<int> = alloc one; q: ptr<int> = id cell;
+      v: int = call @get q; print v; free cell; }""" + callee
+    assert registry.run_pipeline(parse_program(clash), ["inline"]) == parse_program(clash)
+    # A callee that loads in a loop stays a call (its call is paid once per loop).
+    looping = """@main { one: int = const 1; p: ptr<int> = alloc one; store p one;
+      v: int = call @sum p one; print v; free p; }
+    @sum(cell: ptr<int>, n: int): int { i: int = const 0; s: int = const 0;
+    .head: c: bool = lt i n; br c .body .done;
+    .body: x: int = load cell; s: int = add s x; one: int = const 1; i: int = add i one;
+      jmp .head;
+    .done: ret s; }"""
+    assert registry.run_pipeline(parse_program(looping), ["inline"]) == parse_program(looping)
+
+
+def test_prune_drops_the_functions_main_never_reaches():
+    src = """@main { x: int = const 2; y: int = call @f x; print y; }
+    @f(x: int): int { y: int = call @g x; z: int = call @f y; ret y; }
+    @g(x: int): int { ret x; }
+    @h(x: int): int { y: int = call @k x; ret y; }
+    @k(x: int): int { ret x; }"""
+    prog = parse_program(src)
+    pruned = registry.run_pipeline(prog, ["prune"])
+    assert [f["name"] for f in pruned["functions"]] == ["main", "f", "g"]
+    assert prog == parse_program(src)
+    # A module without @main (others import its functions) stays whole.
+    module = parse_program(src.replace("@main", "@other"))
+    assert registry.run_pipeline(module, ["prune"]) == module
+    # The tracer's -O program: a callee inlined at every call is gone.
+    from bril.tracer import _optimized
+    inlined = _optimized(parse_program("""@main { x: int = const 2; y: int = call @sq x;
+      print y; } @sq(x: int): int { r: int = mul x x; ret r; }"""))
+    assert [f["name"] for f in inlined["functions"]] == ["main"]
+
+
 def test_to_ssa_keeps_variables_that_may_be_read_unassigned():
     src = """@main(n: int) { i: int = const 0; one: int = const 1;
     .head: c: bool = lt i n; br c .body .done;
