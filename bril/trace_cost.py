@@ -28,6 +28,25 @@ EXIT_COST = 3               # estimated instructions a side exit costs (copies, 
 # machinery, on runs too short for any trace to pay, charge none).
 DEFAULT_GROWTH_PRICE = 300
 GROWTH_PRICE = int(os.environ.get("BRIL_TRACE_GROWTH_PRICE", DEFAULT_GROWTH_PRICE))
+# ... except for a little growth at a discount: code whose preparation costs at
+# most FREE_GROWTH_SHARE of the whole process on the training input (its count
+# plus STARTUP_INSTRS, a process's start-up in instructions: ~40 ms at 15-70 ns
+# each) is invisible on that input, and is taken if it would pay at the full
+# price on a run FREE_GROWTH_RUNS times as long (sum-check trained on 1,000
+# iterations, run on 4,000,000: no trace at the price alone).
+FREE_GROWTH_SHARE = 0.01
+STARTUP_INSTRS = 1_000_000
+FREE_GROWTH_RUNS = 10
+
+
+def free_growth(count, price):
+    """Instructions the chains of a program whose training run executes `count`
+    may add at the discount (`FREE_GROWTH_SHARE`); none at price 0."""
+    if not price:
+        return 0
+    return int(FREE_GROWTH_SHARE * (count + STARTUP_INSTRS) / price)
+
+
 # Runs of the recorded iteration sequence a chain is simulated on (the first
 # ones; what they show is scaled to the whole sequence): the simulations are
 # most of the cost of choosing traces, linear in the runs.  BRIL_TRACE_SIM_RUNS:

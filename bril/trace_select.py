@@ -62,7 +62,8 @@ MAX_REPEAT = 4
 # replaces (the least seen on our corpus, 2026-11-25: 0.198, a loop unrolled 32
 # times whose invariant work moved out of it; 0.39 unrolled once): a pass saves at
 # most what it replaces, so a pattern taken no more than `price * MIN_BODY_SHARE`
-# passes cannot pay for its code (`_can_pay`, known before it is built).
+# passes cannot pay for its code (`_can_pay`, known before it is built; with free
+# growth, `_cannot_pay`: passes that could not pay even at its discount).
 MIN_BODY_SHARE = 0.1
 
 
@@ -122,16 +123,23 @@ class Chain(Record):
     # aborts: list = []
     # added: int = 0  # instructions it adds to the program (its traces, the tail copy)
     # price: int = 0  # what each added instruction costs (`trace_cost.GROWTH_PRICE`)
+    # free: int = 0  # instructions it may add at a discount (`trace_cost.free_growth`)
     fields = ('func', 'header', 'traces', 'first_exits', 'tail', 'body', 'gain', 'entries',
-              'aborts', 'added', 'price')
+              'aborts', 'added', 'price', 'free')
     defaults = {'first_exits': True, 'tail': False, 'body': frozenset(), 'gain': 0.0, 'entries':
-                list, 'aborts': list, 'added': 0, 'price': 0}
+                list, 'aborts': list, 'added': 0, 'price': 0, 'free': 0}
 
     @property
     def worth(self):
         """The gain less what the added code costs: what the chain is chosen, kept
         and dropped by."""
-        return self.gain - self.price * self.added
+        return self.gain - code_cost(self.added, self.price, self.free)
+
+
+def code_cost(added, price, free):
+    """What `added` instructions cost, `free` of them at the discount of
+    `trace_cost.free_growth` (paid for by a run FREE_GROWTH_RUNS times as long)."""
+    return price * max(0, added - free) + price / trace_cost.FREE_GROWTH_RUNS * min(added, free)
 
 
 # Placeholders the chain fills in: where a candidate's first pass fails to (the
@@ -385,23 +393,23 @@ def _repeats(events):
 
 
 def choose_chain(funcs, infos, stats, livecache, min_share=0.05, min_count=8,
-                 first_exits=True, price=None, max_added=None):
+                 first_exits=True, price=None, max_added=None, free=0):
     """The chain worth the most (`Chain.worth`, each added instruction at `price`,
-    default `trace_cost.GROWTH_PRICE`) for one header, adding at most `max_added`
-    instructions (None: no limit), or None."""
+    default `trace_cost.GROWTH_PRICE`, the first `free` at a discount) for one header,
+    adding at most `max_added` instructions (None: no limit), or None."""
     total = sum(stats.counts)
     if total < min_count:
         return None
     # The candidates do not depend on `first_exits`: built once per loop (the
     # second selection reuses them).
     price = trace_cost.GROWTH_PRICE if price is None else price
-    key = (min_share, min_count, price, max_added)
+    key = (min_share, min_count, price, max_added, free)
     memo = stats.__dict__.setdefault("candidates", {})
     cands = memo.get(key)
     if cands is None:
         cands = memo[key] = _candidates(funcs, infos, stats, livecache, total, min_share,
-                                        min_count, price, max_added)
-    return _best_chain(infos, stats, cands, first_exits, price, max_added)
+                                        min_count, price, max_added, free)
+    return _best_chain(infos, stats, cands, first_exits, price, max_added, free)
 
 
 def _replaced(funcs, stats, pattern, livecache):
@@ -417,17 +425,25 @@ def _replaced(funcs, stats, pattern, livecache):
 
 
 def _candidates(funcs, infos, stats, livecache, total, min_share, min_count, price=0,
-                max_added=None):
+                max_added=None, free=0):
     cands = []
+    # A pattern too rarely taken to pay at the price can only be discounted
+    # growth: its code must fit `free`, and an unrolling's code is larger than the
+    # shorter one's, so once none of those fits, no longer one is built.
+    free_fits = True
     for k in UNROLLS:
         if price and k > MAX_PRICED_UNROLL:
             break
         most = 1 if price and k >= ONE_PATTERN_FROM else 2
+        free_sizes = []
         for pattern in frequent_patterns(stats, k, most):
             taken = sum(stats.counts[p] for p in set(pattern))
             if taken < max(min_count, min_share * total):
                 continue
-            if taken * stats.scale / k <= price * MIN_BODY_SHARE:
+            passes = taken * stats.scale / k
+            priced_out = price and passes <= price * MIN_BODY_SHARE
+            if priced_out and (not free_fits or _cannot_pay(
+                    passes, _replaced(funcs, stats, pattern, livecache), price, free)):
                 # Too few passes to pay for its code, however good (not built:
                 # building is most of choosing on a short run).
                 continue
@@ -440,25 +456,36 @@ def _candidates(funcs, infos, stats, livecache, total, min_share, min_count, pri
                 c = build_candidate(funcs, infos, stats, pattern, livecache, len(cands))
             except NotTraceable:
                 continue
+            if priced_out:
+                free_sizes.append(min(count_ops(c.body), count_ops(c.body_x or c.body)))
             if not (c.cut and k > 1):
                 cands.append(c)
+        if free_sizes and min(free_sizes) > free:
+            free_fits = False
     return cands
 
 
-def _can_pay(c, stats, price):
-    """Could candidate `c` pay for its code anywhere in a chain?  At best it takes
-    every recorded iteration whose path is in its pattern and saves all of the
-    original instructions of each (`replaced` a pass of `unroll` iterations)."""
+def _can_pay(c, stats, price, free=0):
+    """Could candidate `c` pay for its code (`free` instructions of it at a
+    discount) anywhere in a chain?  At best it takes every recorded iteration whose path is in its
+    pattern and saves all of the original instructions of each (`replaced` a
+    pass of `unroll` iterations)."""
     if not price:
         return True
     most = sum(stats.counts[p] for p in set(c.pattern)) * stats.scale * c.replaced / c.unroll
-    return most > price * min(count_ops(c.body), count_ops(c.body_x or c.body))
+    return most > code_cost(min(count_ops(c.body), count_ops(c.body_x or c.body)), price, free)
 
 
-def _best_chain(infos, stats, cands, first_exits, price, max_added=None):
+def _cannot_pay(passes, replaced, price, free):
+    """Can `passes` passes that each replace `replaced` instructions not pay for
+    the least code they could have (`MIN_BODY_SHARE`)?"""
+    return passes * replaced <= code_cost(MIN_BODY_SHARE * replaced, price, free)
+
+
+def _best_chain(infos, stats, cands, first_exits, price, max_added=None, free=0):
     # Candidates that cannot pay for their own code are not tried (simulating the
     # chains is most of choosing them).
-    cands = [c for c in cands if _can_pay(c, stats, price)]
+    cands = [c for c in cands if _can_pay(c, stats, price, free)]
     # Grow chains a candidate at a time, keeping the BEAM best of each length:
     # a trace that loses alone (its first pass taxes the other phase) can win
     # behind one that takes that phase.
@@ -478,7 +505,7 @@ def _best_chain(infos, stats, cands, first_exits, price, max_added=None):
                 if any(c is b or _same_cycle(c.pattern, b.pattern) for b in base):
                     continue
                 ch = Chain(stats.func, stats.header, base + [c], first_exits, tail, stats.body)
-                ch.added, ch.price = _added(ch, tail_size), price
+                ch.added, ch.price, ch.free = _added(ch, tail_size), price, free
                 if max_added is not None and ch.added > max_added:
                     continue            # (too large: not simulated)
                 ch.gain, ch.entries, ch.aborts = simulate(ch, stats, memo)

@@ -67,9 +67,11 @@ GROWTH_LIMIT = 2
 # only if a loop got hot (its cost grows with the program, the run's does not).
 SMALL_PROGRAM = 500
 # ... unless `-O` took more than this share of the room the traces may grow the
-# program by (`GROWTH_LIMIT`): then the original, where the traces have more
-# room, is recorded and traced too (oscillator, 69 -> 155 instructions under
-# `-O`: traced 0.698x as the original, 0.907x as `-O`, whose chain cannot fit).
+# program by (`GROWTH_LIMIT`), counting the functions it inlined everywhere
+# (dropped from it, but their copies made its loops larger): then the original,
+# where the traces have more room, is recorded and traced too (oscillator, 69 ->
+# 155 instructions under `-O`: traced 0.698x as the original, 0.907x as `-O`,
+# whose chain cannot fit).
 OPTIMIZED_ROOM = 0.5
 # Block events a recording run takes in (each counted once plus once per iteration
 # being recorded that it joins); then the recorder stops listening and the program
@@ -85,19 +87,31 @@ OPTIMIZED_ROOM = 0.5
 RECORD_BUDGET = int(os.environ.get("BRIL_TRACE_BUDGET", 30_000))
 
 
-def select(funcs, infos, recorder, first_exits=True, price=None, room=None):
+def select(funcs, infos, recorder, first_exits=True, price=None, room=None, free=0):
     """The chains worth splicing, the most worth first (`Chain.worth`; `price`: what
-    an added instruction costs, default `trace_cost.GROWTH_PRICE`), adding at most
-    `room` instructions in all (None: no limit)."""
+    an added instruction costs, default `trace_cost.GROWTH_PRICE`, `free`
+    instructions in all at a discount), adding at most `room` instructions in all
+    (None: no limit)."""
     livecache = {}
     chains = []
     for (fname, _), st in recorder.loops.items():
         if st.counts and is_plain(funcs[fname]):
             ch = choose_chain(funcs, infos, st, livecache, first_exits=first_exits,
-                              price=price, max_added=room)
+                              price=price, max_added=room, free=free)
             if ch is not None:
                 chains.append(ch)
     chains.sort(key=lambda c: -c.worth)
+    if free:
+        # The discounted instructions are shared: each chain, the most worth
+        # first, takes what is left of them, and must still be worth something.
+        kept = []
+        for ch in chains:
+            ch.free = free
+            if ch.worth > 0:
+                kept.append(ch)
+                free -= min(free, ch.added)
+        chains = kept
+        chains.sort(key=lambda c: -c.worth)
     if room is not None:
         # The most worth first, while they fit.
         kept = []
@@ -163,11 +177,21 @@ class TraceResult(Record):
 
 
 def _optimized(prog):
+    """The `-O` program without the functions it no longer calls (inlined at
+    every call: their code would only take room traces could use)."""
+    return _optimized_sized(prog)[0]
+
+
+def _optimized_sized(prog):
+    """(`_optimized(prog)` or None, the `-O` program's size with those functions:
+    what inlining grew it by tells how much larger its loops got)."""
+    from .passes.inline import prune_functions
     from .passes.registry import optimize
     try:
-        return optimize(prog)
+        full = optimize(prog)
+        return prune_functions(full), _size(full)
     except (BrilError, RecursionError):
-        return None
+        return None, None
 
 
 def trace_program(prog, argv, *, hot=56, out=None, run=None, record=None, optimize=True,
@@ -209,7 +233,7 @@ def trace_program(prog, argv, *, hot=56, out=None, run=None, record=None, optimi
 
 def _trace_program(prog, argv, hot, out, run, record, optimize, cache, price, specialize):
     from . import interp
-    from .trace_cost import GROWTH_PRICE
+    from .trace_cost import GROWTH_PRICE, free_growth
     forkable = record is None
     record = record or interp.run_recording
     largest = None              # instructions a traced program may have
@@ -228,10 +252,10 @@ def _trace_program(prog, argv, hot, out, run, record, optimize, cache, price, sp
         child = forked.start(_original_run_data, prog, argv, hot, specialize)
     original = base_run = None
     try:
-        base = _optimized(prog) if small else None
+        base, grown = _optimized_sized(prog) if small else (None, None)
         only_optimized = base is not None and (
             largest is None
-            or _size(base) - _size(prog) <= OPTIMIZED_ROOM * (largest - _size(prog)))
+            or grown - _size(prog) <= OPTIMIZED_ROOM * (largest - _size(prog)))
         if child is not None and only_optimized:
             base_run = _record_base(base, argv, hot, specialize, record)
             data, child = child.result(), None
@@ -298,7 +322,8 @@ def _trace_program(prog, argv, hot, out, run, record, optimize, cache, price, sp
                            visits, optimized, base_count)
     options = []
     for entry in bases:
-        options += _options(entry, largest, price, len(options))
+        options += _options(entry, largest, price, len(options),
+                            free_growth(count, GROWTH_PRICE if price is None else price))
     # Checked in the order of their estimated counts (the gains stand for the
     # whole run: `Recorder.scale_to`), until none left is estimated to beat the
     # best checked: each check is a whole run.  Ties go to the `-O` program
@@ -371,7 +396,7 @@ def _specialized(result, recorder, argv, run, largest):
         result.versions = versions
 
 
-def _options(entry, largest, price, first=0):
+def _options(entry, largest, price, first=0, free=0):
     """The selections for one recorded base, each as (estimated count, rank,
     optimized, base, base count, chains); `largest`: the instructions a traced
     program may have (None: any)."""
@@ -379,7 +404,7 @@ def _options(entry, largest, price, first=0):
     room = None if largest is None else max(0, largest - _size(base))
     options = []
     for first_exits in (True, False):
-        chains = select(brec.funcs, brec.infos, brec, first_exits, price, room)
+        chains = select(brec.funcs, brec.infos, brec, first_exits, price, room, free)
         estimate = base_count - sum(ch.gain for ch in chains)
         options.append((estimate, first + len(options), optimized, base, base_count, chains))
         if not any(t.first_exits for ch in chains for t in ch.traces):

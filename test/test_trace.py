@@ -112,6 +112,7 @@ def test_a_trace_must_pay_for_the_code_it_adds(monkeypatch):
     free = trace_program(prog, ["500"])
     assert free.chains
     monkeypatch.setattr(trace_cost, "GROWTH_PRICE", trace_cost.DEFAULT_GROWTH_PRICE)
+    monkeypatch.setattr(trace_cost, "FREE_GROWTH_SHARE", 0)     # (the price alone: below)
     # 500 iterations save too little for the code a trace adds: -O alone.
     short = trace_program(prog, ["500"])
     assert not short.chains and short.optimized and short.traced_count == short.base_count
@@ -129,15 +130,62 @@ def test_a_trace_must_pay_for_the_code_it_adds(monkeypatch):
     assert_same_output(prog, long.program, [[n] for n in ["0", "1", "7", "20000"]])
 
 
+SUM = """
+@main(n: int) {
+  one: int = const 1;
+  s: int = const 0;
+  i: int = const 1;
+.head:
+  c: bool = le i n;
+  br c .body .done;
+.body:
+  s: int = add s i;
+  i: int = add i one;
+  jmp .head;
+.done:
+  print s;
+}
+"""
+
+
+def test_a_little_growth_is_free(monkeypatch):
+    # 1,000 iterations save too little to pay for a trace at the price alone;
+    # code whose preparation costs at most 1% of the whole process on that input
+    # (start-up included) is taken if it would pay on a run ten times as long.
+    # (room to grow: the program is tiny, see the next test)
+    from bril import trace_cost, tracer
+    monkeypatch.setattr(tracer, "GROWTH_LIMIT", 100)
+    monkeypatch.setattr(trace_cost, "GROWTH_PRICE", trace_cost.DEFAULT_GROWTH_PRICE)
+    prog = parse_program(SUM)
+    share = trace_cost.FREE_GROWTH_SHARE
+    monkeypatch.setattr(trace_cost, "FREE_GROWTH_SHARE", 0)
+    priced = trace_program(prog, ["1000"])
+    assert not priced.chains
+    monkeypatch.setattr(trace_cost, "FREE_GROWTH_SHARE", share)
+    result = trace_program(prog, ["1000"])
+    free = trace_cost.free_growth(result.original_count, trace_cost.GROWTH_PRICE)
+    assert 0 < sum(ch.added for ch in result.chains) <= free
+    for ch in result.chains:
+        assert ch.gain * trace_cost.FREE_GROWTH_RUNS > trace_cost.GROWTH_PRICE * ch.added
+    assert result.traced_count < priced.traced_count
+    long = [str(10 ** 6)]
+    assert interp.run_capture(result.program, long)[1] < \
+        0.8 * interp.run_capture(priced.program, long)[1]
+    assert_same_output(prog, result.program, [[n] for n in ["0", "1", "7", "20000"]])
+    assert trace_cost.free_growth(10 ** 6, 0) == 0
+
+
 def test_a_traced_program_is_at_most_three_times_the_original(monkeypatch):
     # Priced by the instruction, a long enough run pays for any unrolling; the
     # code is still loaded (and compiled) by every run: at most GROWTH_LIMIT
     # times the original's instructions are added.
     from bril import trace_cost, tracer
     monkeypatch.setattr(trace_cost, "GROWTH_PRICE", trace_cost.DEFAULT_GROWTH_PRICE)
-    # (a function that never runs gives the loop room for one trace)
+    # (a function that runs once gives the loop room for one trace)
     body = "\n".join(f"  x{i}: int = add x{i - 1} x{i - 1};" for i in range(1, 40))
-    prog = parse_program(SQUARES + "@unused(x0: int): int {\n" + body + "\n  ret x39;\n}\n")
+    prog = parse_program(SQUARES.replace("print s;", "print s;\n  r: int = call @once s;\n"
+                                         "  print r;")
+                         + "@once(x0: int): int {\n" + body + "\n  ret x39;\n}\n")
     from bril import trace_select
     built = []
     real = trace_select.build_candidate
@@ -178,6 +226,7 @@ def test_a_pattern_taken_too_few_times_is_not_built(monkeypatch):
 
     monkeypatch.setattr(trace_select, "build_candidate", spy)
     monkeypatch.setattr(trace_cost, "GROWTH_PRICE", trace_cost.DEFAULT_GROWTH_PRICE)
+    monkeypatch.setattr(trace_cost, "FREE_GROWTH_SHARE", 0)     # (the price alone)
     prog = _loop_program()
     limit = trace_cost.DEFAULT_GROWTH_PRICE * trace_select.MIN_BODY_SHARE
     trace_program(prog, ["80"], optimize=False)        # 25 iterations recorded
