@@ -739,8 +739,12 @@ class Jit:
         heap = self.heap is not None or self.wanted_heap or bool(old.get("heap"))
         profile = {"regions": regions, "calls": calls, "heap": heap, "hot": hot,
                    "tried": old.get("tried", []), "tried_for": old.get("tried_for")}
-        if not (regions or calls or hot or old):
-            return                  # nothing was hot: nothing to remember
+        # Nothing hot, nothing to remember -- except a unit that wanted the heap:
+        # a run that counts arrivals (`--hot N`) keeps no other trace of it, and
+        # the next run must set the heap up from its start for pointer code to be
+        # native at all.
+        if not (regions or calls or hot or old or heap):
+            return
         if profile != {k: v for k, v in old.items() if k != "program"}:
             from .jitprofile import store_profile
             store_profile(self.cache, self.profile_key, profile, self.compiled.linked)

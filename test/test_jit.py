@@ -339,6 +339,25 @@ def test_native_code_and_interpreter_share_the_heap():
     check(SHARED_HEAP, ["40"])
 
 
+def test_a_run_that_counts_arrivals_remembers_the_heap_it_wanted(tmp_path):
+    # Native pointer code needs the heap set up from the start of the run: the
+    # first `--hot` run learns that its loop needed it, and the next compiles it.
+    env = dict(os.environ, BRIL_CACHE_DIR=str(tmp_path), BRIL_JIT_PRECOMPILE="0")
+    prog = json.dumps(parse_program(SHARED_HEAP))
+    plain = subprocess.run([sys.executable, "-m", "bril.cli.brili", "-p", "40"], input=prog,
+                           capture_output=True, text=True, timeout=120)
+    reports = []
+    for _ in range(2):
+        done = subprocess.run([sys.executable, "-m", "bril.cli.brili", "--jit", "--hot", "1",
+                               "--jit-report", "-", "-p", "40"], input=prog,
+                              capture_output=True, text=True, timeout=120, env=env)
+        assert done.stdout == plain.stdout
+        assert done.stderr.endswith(plain.stderr)
+        reports.append(done.stderr)
+    assert "pointers need the shared heap" in reports[0] and "compiled in" not in reports[0]
+    assert "pointers need the shared heap" not in reports[1] and "compiled in" in reports[1]
+
+
 def test_leaks_and_double_frees_are_reported_as_usual():
     leak = SHARED_HEAP.replace("free p; free fs;", "free fs;")
     (_, _, err, _), _ = check(leak, ["40"])
