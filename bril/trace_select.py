@@ -62,8 +62,8 @@ MAX_REPEAT = 4
 # replaces (the least seen on our corpus, 2026-11-25: 0.198, a loop unrolled 32
 # times whose invariant work moved out of it; 0.39 unrolled once): a pass saves at
 # most what it replaces, so a pattern taken no more than `price * MIN_BODY_SHARE`
-# passes cannot pay for its code (`_can_pay`, known before it is built; with free
-# growth, `_cannot_pay`: passes that could not pay even at its discount).
+# passes cannot pay for its code (`_can_pay`, known before it is built; with
+# discounted growth, `_cannot_pay`: passes that could not pay even at the discount).
 MIN_BODY_SHARE = 0.1
 
 
@@ -467,9 +467,9 @@ def _candidates(funcs, infos, stats, livecache, total, min_share, min_count, pri
 
 def _can_pay(c, stats, price, free=0):
     """Could candidate `c` pay for its code (`free` instructions of it at a
-    discount) anywhere in a chain?  At best it takes every recorded iteration whose path is in its
-    pattern and saves all of the original instructions of each (`replaced` a
-    pass of `unroll` iterations)."""
+    discount) anywhere in a chain?  At best it takes every recorded iteration
+    whose path is in its pattern and saves all of the original instructions of
+    each (`replaced` a pass of `unroll` iterations)."""
     if not price:
         return True
     most = sum(stats.counts[p] for p in set(c.pattern)) * stats.scale * c.replaced / c.unroll
