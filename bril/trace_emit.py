@@ -329,50 +329,6 @@ class Emitter:
         return copy() + [{"label": loop_label}] + rest + copy()
 
 
-_JUMPS = ("jmp", "br", "ret")
-
-
-def merge_same_blocks(instrs):
-    """The code without the labelled blocks that repeat an earlier one exactly
-    (instructions, fields, targets), jumps to them sent to that one: a trace's
-    first pass is often its loop part again (nothing invariant for it to
-    compute first), exit stubs often the same copies.  Only a block no code
-    falls into goes; what runs is the same instructions."""
-    while True:
-        blocks = []                 # [label or None, start, end] over instrs
-        for k, ins in enumerate(instrs):
-            if "label" in ins or not blocks:
-                blocks.append([ins.get("label"), k, k + 1])
-            else:
-                blocks[-1][2] = k + 1
-        first = {}                  # the block's code -> the label of its first copy
-        renamed = {}
-        gone = set()
-        for j, (label, start, end) in enumerate(blocks):
-            code = instrs[start + 1:end]
-            if label is None or not code or code[-1].get("op") not in _JUMPS:
-                continue
-            key = repr(code)
-            prev = instrs[start - 1] if start else None
-            fallen_into = prev is None or prev.get("op") not in _JUMPS
-            if key in first and not fallen_into and first[key] != label:
-                renamed[label] = first[key]
-                gone.add(j)
-            else:
-                first.setdefault(key, label)
-        if not renamed:
-            return instrs
-        out = []
-        for j, (_, start, end) in enumerate(blocks):
-            if j in gone:
-                continue
-            for ins in instrs[start:end]:
-                if "labels" in ins and any(l in renamed for l in ins["labels"]):
-                    ins = dict(ins, labels=[renamed.get(l, l) for l in ins["labels"]])
-                out.append(ins)
-        instrs = out
-
-
 def tail_label(header, block):
     return f"{header}.{MARK}.t.{block}"
 

@@ -34,8 +34,7 @@ from .trace_build import NotTraceable, Replayer
 from . import trace_cost
 from .trace_cost import simulate  # noqa: F401 (also read from here)
 from .cfg import block_sizes
-from .trace_emit import (MARK, Emitter, clone_site, count_ops, loop_clone, merge_same_blocks,
-                         tail_label)
+from .trace_emit import MARK, Emitter, clone_site, count_ops, loop_clone, tail_label
 from .trace_exit import Exits, variable_types
 from .folding import single_constants
 from .trace_opt import (eliminate_dead, find_cut, hoist_guards, number_values, place_regions,
@@ -279,8 +278,8 @@ def build_candidate(funcs, infos, stats, pattern, livecache, tag):
         # Rotated, a pass is the loop part without its `jmp`: the copy of
         # its head at the end starts the next pass (and runs once on entry).
         cost_loop = count_ops(loop) + (rotated[-1].get("op") == "jmp")
-    body = merge_same_blocks(body + em.stub_code(body))
-    body_x = merge_same_blocks(body_x + em.stub_code(body_x))
+    body = body + em.stub_code(body)
+    body_x = body_x + em.stub_code(body_x)
     return Candidate(fname, header, tuple(pattern), body, labels, cost_pre=cost_pre,
                      cost_loop=cost_loop, replaced=replaced, guards=guards,
                      blocks=line.blocks, inlined=line.inlined, cut=cut_site is not None,
