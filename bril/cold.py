@@ -22,8 +22,9 @@ the generated code's own definition of each op, so both tiers fail alike.
 
 Hotness: each function counts the instructions it ran here (`work`), checked
 at calls and at backward jumps (every cycle has one).  Past its budget
-(`PROMOTE_PER_INSTR` times its size: generation pays back after that) it is
-promoted: `CompiledProgram.promote` generates (or takes from the code cache)
+(`PROMOTE_PER_INSTR` times its size: generation pays back after that; with a
+code cache, first `WARM_PROMOTE_PER_INSTR` times, where a cached variant is
+taken at once) it is promoted: `CompiledProgram.promote` generates (or takes from the code cache)
 its Python code, later calls go there, and the running activation moves over
 at a loop header (on-stack replacement: `FunctionCode.osr_source`), unless a
 speculation is open or no loop header comes by.
@@ -48,6 +49,14 @@ from .values import UNDEF, UNSET, const_value, format_value, js_type_text, type_
 # instruction generated), plus a constant for the smallest functions.
 PROMOTE_PER_INSTR = 64
 PROMOTE_BASE = 2000
+# With a code cache, a function is first checked at a much lower budget: if its
+# generated code is cached (a run of a program run before), loading it costs
+# about what a few cold instructions per instruction do (reading, checking and
+# unmarshalling the entry), so it is promoted then; else it goes on to the
+# budget above.  A traced program's functions are larger (their traces), and
+# at the full budget their cold phase grew with them.
+WARM_PROMOTE_PER_INSTR = 4
+WARM_PROMOTE_BASE = 200
 
 RET = -1            # a terminator's result: the activation returns (value in env[0])
 _RAN_ONCE = "ran once"  # a block's code before its closures are built (see _prepare)
@@ -59,7 +68,7 @@ class ColdFunction:
     """One function of the linked program, as the cold tier runs it."""
 
     __slots__ = ("index", "func", "name", "params", "blocks", "codes", "work", "budget",
-                 "fast", "osr_headers", "has_phi", "size", "record_names")
+                 "cold_budget", "fast", "osr_headers", "has_phi", "size", "record_names")
 
     def __init__(self, index, func):
         self.index = index
@@ -71,6 +80,7 @@ class ColdFunction:
         self.work = 0               # instructions run in this tier
         self.size = len(func.get("instrs") or ())
         self.budget = PROMOTE_BASE + PROMOTE_PER_INSTR * self.size
+        self.cold_budget = None     # the budget if the code is not cached (`ColdEngine._ready`)
         self.fast = None            # the generated function, once promoted
         self.osr_headers = None     # block index -> on-stack-replacement entry
         self.has_phi = False
@@ -99,8 +109,12 @@ class ColdEngine:
             cf = self.functions[index] = ColdFunction(index, self.program.linked.functions[index])
             if self.budget is not None:
                 cf.budget = self.budget
+            elif self.program.cache is not None:
+                warm = WARM_PROMOTE_BASE + WARM_PROMOTE_PER_INSTR * cf.size
+                if warm < cf.budget:
+                    cf.budget, cf.cold_budget = warm, cf.budget
             if index in self.program.eager_functions:
-                cf.budget = -1
+                cf.budget, cf.cold_budget = -1, None
 
         return cf
 
@@ -118,9 +132,23 @@ class ColdEngine:
         fast = cf.fast
         if fast is not None:
             return fast(*args)
-        if cf.work > cf.budget and self.promote_enabled:
+        if cf.work > cf.budget and self.promote_enabled and self._ready(cf):
             return self.program.promote(cf)(*args)
         return self.activate(cf, dict(zip(cf.params, args)))
+
+    def _ready(self, cf, header=None):
+        """cf ran past its budget (at a call, or at a backward jump to `header`): is
+        it promoted now?  At the first, warm budget (a code cache is used) only if
+        the code it would load is cached; else it runs on to the full budget."""
+        cold = cf.cold_budget
+        if cold is None:
+            return True
+        cf.cold_budget = None
+        program = self.program
+        if program.cached(cf.index, program.promoted_variant(osr=header is not None), header):
+            return True
+        cf.budget = cold
+        return cf.work > cold
 
     def activate(self, cf, env):
         """Run cf from its entry block with the variables env; its return value."""
@@ -149,7 +177,8 @@ class ColdEngine:
                     # A backward jump: the place to count work and move to generated code.
                     cf.work += n - mark
                     mark = n
-                    if cf.work > cf.budget and self.promote_enabled and not env.get(_SPEC_KEY):
+                    if (cf.work > cf.budget and self.promote_enabled and not env.get(_SPEC_KEY)
+                            and self._ready(cf, t)):
                         entry = self._osr_entry(cf, t)
                         if entry is not None:
                             return entry(env)
@@ -213,7 +242,8 @@ class ColdEngine:
                         return env.get(0)
                     cf.work += n - mark
                     mark = n
-                    if cf.work > cf.budget and self.promote_enabled and not env.get(_SPEC_KEY):
+                    if (cf.work > cf.budget and self.promote_enabled and not env.get(_SPEC_KEY)
+                            and self._ready(cf, t)):
                         entry = self._osr_entry(cf, t)
                         if entry is not None:
                             return entry(env)

@@ -115,6 +115,7 @@ class CompiledProgram:
         self.ns["_free"] = self.heap.free
         self.codes = {}             # global function index -> FunctionCode
         self.cache = None           # a bril.codecache.CodeCache for generated code
+        self._prefetched = {}       # cache key -> an entry read by `cached` for `load`
         self.jit_mode = False       # promote to the jit variant (brili --jit)
         self.record_mode = False    # promote to the record variant (a trace recorder runs)
         self.eager_functions = set()    # promoted at their first call (the JIT's profile)
@@ -163,7 +164,9 @@ class CompiledProgram:
         without analysing the function -- and defined in the namespace with what it
         needs bound; None for an osr variant at a block that is no loop header."""
         key = self._cache_key(index, variant, osr)
-        found = self._from_cache(key)
+        found = self._prefetched.pop(key, None) if key is not None else None
+        if found is None:
+            found = self._from_cache(key)
         if found is None:
             fc = self.function_code(index)
             if osr is not None and osr not in fc.osr_headers:
@@ -205,6 +208,18 @@ class CompiledProgram:
             return fn(*args)
         return first_call
 
+    def cached(self, index, variant, osr=None):
+        """Is this variant's code in the code cache (then loading it costs little)?
+        The entry read is kept for the `load` that follows."""
+        key = self._cache_key(index, variant, osr)
+        if key is None:
+            return False
+        found = self._from_cache(key)
+        if found is None:
+            return False
+        self._prefetched[key] = found
+        return True
+
     def _cache_key(self, index, variant, osr):
         if self.cache is None or variant not in _CACHED_VARIANTS or _dump_requested():
             return None
@@ -228,6 +243,12 @@ class CompiledProgram:
         # (an object marshal cannot store: no entry)
         self.cache.put_marshalled("py", key,
                                   (code, links.as_data() if links is not None else None))
+
+    def promoted_variant(self, osr=False):
+        """The variant `promote` (or, with osr, `osr_entry`) loads."""
+        if osr:
+            return "osrjit" if self.jit_mode else "osrrecord" if self.record_mode else "osr"
+        return "jit" if self.jit_mode else "record" if self.record_mode else "normal"
 
     def promote(self, cf):
         """The generated code of the function the cold tier's cf runs, now bound
@@ -254,8 +275,7 @@ class CompiledProgram:
             return entries[block]
         # (under the JIT, the osr variant with the JIT's loop counters; recording, the
         # one reporting to the recorder)
-        variant = "osrjit" if self.jit_mode else "osrrecord" if self.record_mode else "osr"
-        entry, links = self.load_with_links(cf.index, variant, block)
+        entry, links = self.load_with_links(cf.index, self.promoted_variant(osr=True), block)
         if entry is not None and links.label_ids is not None:
             entry = _phi_labels_to_ids(entry, links.label_ids)
         entries[block] = entry

@@ -79,6 +79,42 @@ def test_a_second_run_takes_its_code_from_the_cache(tmp_path):
     assert expected == outcome(prog, ["300"]) == ("8955050\n", expected[1])
 
 
+def test_cached_code_is_taken_at_the_warm_budget(tmp_path, monkeypatch):
+    # Generating a function's code costs about as much as a hundred cold
+    # instructions per instruction, loading it from the cache a few: a function
+    # whose code is cached is promoted at the lower budget, one whose code is
+    # not runs on in the cold tier to the full one.
+    from bril import cold
+    from bril.interp import CompiledProgram
+    entered = []
+    original = CompiledProgram.osr_entry
+
+    def counting(self, cf, block):
+        entered.append(cf.name)
+        return original(self, cf, block)
+    monkeypatch.setattr(CompiledProgram, "osr_entry", counting)
+    prog = parse_program(PROGRAM)
+    total = next(f for f in prog["functions"] if f["name"] == "total")
+    size = len(total["instrs"])
+    # 100 iterations of @total's loop (7 instructions) lie between the budgets.
+    assert cold.WARM_PROMOTE_BASE + cold.WARM_PROMOTE_PER_INSTR * size < 700 < \
+        cold.PROMOTE_BASE + cold.PROMOTE_PER_INSTR * size
+
+    def run_total(n, cache):
+        out = io.StringIO()
+        count = run(prog, [n], out=out, cache=cache)
+        return out.getvalue(), count, entered.count("total")
+
+    expected = run_total("100", None)
+    assert expected[0] == "328350\n" and expected[2] == 0     # (no cache: the full budget)
+    assert run_total("100", CodeCache(str(tmp_path))) == expected    # (nothing cached yet)
+    run_total("1000", CodeCache(str(tmp_path)))     # promoted at the full budget: cached
+    entered.clear()
+    warm = CodeCache(str(tmp_path))
+    out, count, moves = run_total("100", warm)
+    assert (out, count) == expected[:2] and moves == 1 and warm.hits > 0
+
+
 EDITS = {
     # name: (old text, new text, functions whose code must change): the function,
     # its callers (they know what it can return) and the ones it is inlined into.
