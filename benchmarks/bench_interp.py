@@ -119,6 +119,7 @@ def main(argv=None):
     parser.add_argument("--bril2json", default="bril2json", metavar="CMD",
                         help="text-to-JSON command (default: bril2json)")
     opts = parser.parse_args(argv)
+    harness.compile_bytecode()      # (whole processes are timed: see harness)
 
     interps = [opts.interp] + opts.compare
     labels = [label_of(c) for c in interps]
