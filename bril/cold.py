@@ -24,10 +24,11 @@ Hotness: each function counts the instructions it ran here (`work`), checked
 at calls and at backward jumps (every cycle has one).  Past its budget
 (`PROMOTE_PER_INSTR` times its size: generation pays back after that; with a
 code cache, first `WARM_PROMOTE_PER_INSTR` times, where a cached variant is
-taken at once) it is promoted: `CompiledProgram.promote` generates (or takes from the code cache)
-its Python code, later calls go there, and the running activation moves over
-at a loop header (on-stack replacement: `FunctionCode.osr_source`), unless a
-speculation is open or no loop header comes by.
+taken at once) it is promoted: `CompiledProgram.promote` generates (or takes
+from the code cache) its Python code, later calls go there, and the running
+activation moves over at a loop header (on-stack replacement:
+`FunctionCode.osr_source`), unless a speculation is open or no loop header
+comes by.
 """
 
 from .blocks import build_blocks

@@ -170,10 +170,12 @@ class TraceResult(Record):
     # optimized: bool = False  # traces were spliced into the `-O` program
     # base_count: int = 0  # the program traces were spliced into, on the training input
     # versions: list = []  # loops versioned on invariant values (`bril.specialize`)
+    # growth_cost: float = 0  # what the chains' code costs at the price, in instructions
     fields = ('program', 'chains', 'original_count', 'traced_count', 'output', 'traced_output',
-              'dropped', 'max_header_visits', 'optimized', 'base_count', 'versions')
+              'dropped', 'max_header_visits', 'optimized', 'base_count', 'versions',
+              'growth_cost')
     defaults = {'dropped': list, 'max_header_visits': 0, 'optimized': False, 'base_count': 0,
-                'versions': list}
+                'versions': list, 'growth_cost': 0}
 
 
 def _optimized(prog):
@@ -334,12 +336,12 @@ def _trace_program(prog, argv, hot, out, run, record, optimize, cache, price, sp
         if best is not None and best[1] <= estimate:
             break
         found = _paying(base, chains, argv, run, original_out, base_count)
-        worth = found[3] + _code_cost(found[1])
+        worth = found[3] + found[5]
         if best is None or worth < best[1]:
             best = (found, worth, optimized, base_count)
-    (traced, chains, t_out, t_count, dropped), _, optimized, base_count = best
+    (traced, chains, t_out, t_count, dropped, cost), _, optimized, base_count = best
     result = TraceResult(traced, chains, count, t_count, original_out, t_out, dropped, visits,
-                         optimized, base_count)
+                         optimized, base_count, growth_cost=cost)
     if specialize:
         brec = next(r for o, _, r, _ in bases if o == optimized)
         _specialized(result, brec, argv, run, largest)
@@ -417,7 +419,7 @@ def _paying(base, chains, argv, run, original_out, base_count):
     """Splice `chains` into `base`, dropping the weakest until the result prints
     what the original printed and saves, on the training input, at least what
     the code it adds costs (`_code_cost`; none at price 0: no more instructions
-    than `base`): (program, chains kept, output, count, chains dropped).
+    than `base`): (program, chains kept, output, count, chains dropped, that cost).
 
     The estimate a chain was chosen by can be far off (a loop whose behaviour
     changes after the recorder stopped listening: state-machine's trace was
@@ -426,14 +428,15 @@ def _paying(base, chains, argv, run, original_out, base_count):
     dropped = []
     while True:
         if not chains:
-            return base, chains, original_out, base_count, dropped
+            return base, chains, original_out, base_count, dropped, 0
         traced = splice(base, chains)
+        cost = _code_cost(chains, _size(traced) - _size(base))
         try:
             t_out, t_count = run(traced, argv)
         except BrilError:
             t_out, t_count = None, None
-        if t_out == original_out and t_count + _code_cost(chains) <= base_count:
-            return traced, chains, t_out, t_count, dropped
+        if t_out == original_out and t_count + cost <= base_count:
+            return traced, chains, t_out, t_count, dropped, cost
         weakest = chains[-1]
         if len(weakest.traces) > 1:
             # First try it with its main trace only (each extra trace in a
@@ -444,10 +447,13 @@ def _paying(base, chains, argv, run, original_out, base_count):
             dropped.append(chains.pop())
 
 
-def _code_cost(chains):
-    """What the code the chains add costs, in instructions they must save
-    (`trace_select.code_cost`, at each chain's price and discount)."""
-    return sum(code_cost(ch.added, ch.price, ch.free) for ch in chains)
+def _code_cost(chains, growth):
+    """What the `growth` instructions the chains add cost, in instructions they
+    must save (`trace_select.code_cost`: at their price, the discounted ones
+    shared among them, as `select` shares them)."""
+    if not chains:
+        return 0
+    return code_cost(growth, chains[0].price, max(ch.free for ch in chains))
 
 
 def _size(prog):

@@ -148,10 +148,11 @@ def test_the_checking_run_charges_the_price_again(monkeypatch):
     assert dropped.worth > 0                    # (the estimate: it would pay)
     assert not result.chains and result.optimized
     assert result.traced_count == result.base_count
-    # What it saved when checked, against what its code costs:
+    # What it saved when checked, against what the code it added costs:
     with_trace = splice(result.program, result.dropped)
     saved = result.base_count - interp.run_capture(with_trace, args)[1]
-    assert 0 < saved < code_cost(dropped.added, dropped.price, dropped.free)
+    added = _size(with_trace) - _size(result.program)
+    assert 0 < saved < code_cost(added, dropped.price, dropped.free)
     # Charged nothing for its code, the same trace is kept: it saves instructions.
     monkeypatch.setattr(trace_cost, "GROWTH_PRICE", 0)
     unpriced = trace_program(prog, args)
@@ -903,5 +904,5 @@ def test_selections_are_checked_in_the_order_of_their_estimates(monkeypatch):
     estimates.sort()
     # The ones checked are the best estimated (count plus the price of their
     # code); those left are estimated no better.
-    worth = result.traced_count + tracer._code_cost(result.chains)
+    worth = result.traced_count + result.growth_cost
     assert all(worth <= e for e in estimates[len(checks):])
