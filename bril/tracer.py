@@ -479,6 +479,7 @@ def report(result):
         "optimized": result.optimized,
         "base_count": result.base_count,
         "traced_count": result.traced_count,
+        "code_cost": round(result.growth_cost),
         "traces": [dict(trace(ch, j, t), saved_estimate=int(ch.gain) if j == 0 else None)
                    for ch in result.chains for j, t in enumerate(ch.traces)],
         "dropped": [{"func": ch.func, "header": ch.header, "saved_estimate": int(ch.gain)}
@@ -494,7 +495,9 @@ def report_text(result):
     lines = [f"trace report: original {o} dyn instrs, "
              + (f"-O {result.base_count} ({result.base_count / max(o, 1):.3f}x), "
                 if result.optimized else "")
-             + f"traced {t} ({t / max(o, 1):.3f}x)"]
+             + f"traced {t} ({t / max(o, 1):.3f}x)"
+             + (f", its traces' code priced at ~{round(result.growth_cost)}"
+                if result.growth_cost else "")]
     for ch in result.chains:
         for j, tr in enumerate(ch.traces):
             lines.append(

@@ -124,6 +124,12 @@ def test_a_trace_must_pay_for_the_code_it_adds(monkeypatch):
     assert long.chains and long.traced_count < long.base_count
     for ch in long.chains:
         assert ch.worth > 0 and ch.gain > trace_cost.GROWTH_PRICE * ch.added > 0
+    # Checked: what the traces saved on the training run pays for what was added.
+    from bril.tracer import _optimized, report
+    added = _size(long.program) - _size(_optimized(prog) if long.optimized else prog)
+    assert long.growth_cost == trace_cost.GROWTH_PRICE * added > 0
+    assert long.base_count - long.traced_count >= long.growth_cost
+    assert report(long)["code_cost"] == round(long.growth_cost)
     monkeypatch.setattr(trace_cost, "GROWTH_PRICE", 0)
     unpriced = trace_program(prog, ["300000"])
     assert _size(long.program) < _size(unpriced.program)
