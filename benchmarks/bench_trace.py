@@ -23,11 +23,13 @@ the figure of merit Bril users compare optimizations by.
 `brili --trace` on the training input (as `--train alt`: ALT-ARGS for ours,
 ARGS for the conformance programs), then the original and the traced program
 run as whole processes, in turn, on the training input and on the larger one
-(LARGER, WALL_INPUTS; ARGS for ours) under `brili`, warm `brili --jit` (its code cache
-filled first, JIT_FILLS) and the `brilc` executable: traced time / original time for
-each (below 1: the traces pay), the dynamic-instruction ratio on the larger
-input, the static size ratio (instructions) and tracing time / plain-run
-time on the training input.  Geomeans over the programs whose original runs
+(LARGER, WALL_INPUTS; ARGS for ours) under `brili`, warm `brili --jit` (its code
+cache filled first, JIT_FILLS) and the `brilc` executable: traced time / original
+time for each (below 1: the traces pay); the native engines also on a long input
+(LONG_INPUTS: the executable runs 0.15 s or more, where on the larger input it
+runs a few milliseconds, mostly the process itself); the dynamic-instruction
+ratio on the larger input, the static size ratio (instructions) and tracing
+time / plain-run time on the training input.  Geomeans over the programs whose original runs
 at least `--min-time` seconds under `brili` on the larger input.
 
 `--time`: what tracing costs instead.  Per program, the whole-process wall
@@ -200,6 +202,29 @@ WALL_INPUTS = {
 }
 
 
+# Inputs on which the original's brilc executable runs 0.15 s or more, for the
+# `:long` columns of the native engines (`--wall`): on the larger inputs above
+# (chosen for brili) an executable runs 1-7 ms, 1 ms of it the process itself,
+# and its ratio is mostly the machine's noise.  Programs with no scalable input
+# (leibniz; random_walk stops at 100,000 steps) have none.
+LONG_INPUTS = {
+    "benchmarks/core/check-primes": "60000",
+    "benchmarks/core/fizz-buzz": "20000000",
+    "benchmarks/core/primes-between": "1 100000",
+    "benchmarks/core/sum-check": "4000000000",
+    "benchmarks/float/harmonic-sum": "200000000",
+    "benchmarks/mem/eight-queens": "12",
+    "benchmarks/mem/mat-mul": "500 109658",
+    "ours/bitcast/float-bits": "30000000",
+    "ours/char/caesar": "10000000 k e y 2718",
+    "ours/float/nbody": "1000000",
+    "ours/loops/modpow-sum": "2000000 65537 1000003",
+    "ours/loops/prime-count": "3000000",
+    "ours/memory/bst": "200000 77",
+}
+LONG_ENGINES = ("jit", "native")
+
+
 def _inputs(name, path):
     """(training arguments, larger arguments) as `--wall` uses them."""
     text = path.read_text()
@@ -269,7 +294,9 @@ def wall_times(files, opts):
     brili, brilc = shlex.split(opts.brili), shlex.split(opts.brilc)
     engines = [e for e in opts.engines.split(",") if e]
     cols = [f"{e}:{inp}" for inp in ("train", "large") for e in engines]
-    print("traced time / original time per engine, on the training and the larger input; "
+    cols += [f"{e}:long" for e in engines if e in LONG_ENGINES]
+    print("traced time / original time per engine, on the training and the larger input, "
+          "and for native engines on a long input (LONG_INPUTS; - where none); "
           "dyn: -p count ratio (larger input); size: static instructions ratio; "
           "tracing: brili --trace / plain brili (training input)")
     print(f"{'program':34} {'orig s':>7} " + " ".join(f"{c:>12}" for c in cols)
@@ -304,52 +331,65 @@ def wall_times(files, opts):
                         bad = f"brilc failed on the {label} program"
                     exes[label] = exe
             dyn = None
-            for inp in (train, large):
-                for e in engines:
-                    if bad:
-                        break
-                    labels = ("orig", "traced")
-                    if e == "brili":
-                        runs = [(brili + ["-p"] + inp, data) for data in (orig, traced)]
-                        env = None
-                    elif e == "jit":
-                        for data in (orig, traced):
-                            for hot in JIT_FILLS:
-                                _best(brili + ["--jit"] + (["--hot", str(hot)] if hot else [])
-                                      + ["-p"] + inp, data, 1, env_fill)
-                        runs = [(brili + ["--jit", "-p"] + inp, data) for data in (orig, traced)]
-                        env = env_warm
-                    else:
-                        runs = [([str(exes[label])] + inp, b"") for label in labels]
-                        env = None
-                    best, results = _best_pair(runs, opts.repeat, env)
-                    times, outs = dict(zip(labels, best)), dict(zip(labels, results))
-                    if outs["orig"][:2] != outs["traced"][:2]:
-                        bad = f"the traced program printed something else ({e})"
-                        break
-                    if e == "brili" and inp is large:
-                        a, b = (dyn_count(outs[k][2].decode(errors="replace"))
-                                for k in ("orig", "traced"))
-                        dyn = b / a if a and b else None
-                    ratios.append(times["traced"] / times["orig"])
+            cases = [(inp, e) for inp in (train, large) for e in engines]
+            long = LONG_INPUTS.get(name)
+            cases += [(long.split() if long else None, e) for e in engines if e in LONG_ENGINES]
+            for inp, e in cases:
+                if bad:
+                    break
+                if inp is None:
+                    ratios.append(None)
+                    continue
+                labels = ("orig", "traced")
+                if e == "brili":
+                    runs = [(brili + ["-p"] + inp, data) for data in (orig, traced)]
+                    env = None
+                elif e == "jit":
+                    for data in (orig, traced):
+                        for hot in JIT_FILLS:
+                            _best(brili + ["--jit"] + (["--hot", str(hot)] if hot else [])
+                                  + ["-p"] + inp, data, 1, env_fill)
+                    runs = [(brili + ["--jit", "-p"] + inp, data) for data in (orig, traced)]
+                    env = env_warm
+                else:
+                    runs = [([str(exes[label])] + inp, b"") for label in labels]
+                    env = None
+                best, results = _best_pair(runs, opts.repeat, env)
+                times, outs = dict(zip(labels, best)), dict(zip(labels, results))
+                if outs["orig"][:2] != outs["traced"][:2]:
+                    bad = f"the traced program printed something else ({e})"
+                    break
+                if e == "brili" and inp is large:
+                    a, b = (dyn_count(outs[k][2].decode(errors="replace"))
+                            for k in ("orig", "traced"))
+                    dyn = b / a if a and b else None
+                ratios.append(times["traced"] / times["orig"])
             if bad:
                 print(f"{name:34} error: {bad}")
                 continue
             size = _size(json.loads(traced)) / _size(json.loads(orig))
             tracing = t_trace / t_plain
             rows.append((name, ratios, dyn, size, tracing))
-            print(f"{name:34} {t_orig:7.3f} " + " ".join(f"{r:12.3f}" for r in ratios)
+            print(f"{name:34} {t_orig:7.3f} " + " ".join(_cell(r) for r in ratios)
                   + f" {dyn or float('nan'):6.3f} {size:6.2f} {tracing:8.2f}", flush=True)
     if not rows:
         print(f"no program runs {opts.min_time} s or more under brili on its larger input")
         return
+
+    def column(i):
+        return [r[1][i] for r in rows if r[1][i] is not None]
     print(f"{'geomean (' + str(len(rows)) + ' programs)':42} "
-          + " ".join(f"{geomean([r[1][i] for r in rows]):12.3f}" for i in range(len(cols)))
+          + " ".join(_cell(geomean(column(i)) if column(i) else None) for i in range(len(cols)))
           + f" {geomean([r[2] for r in rows if r[2]]):6.3f}"
           f" {geomean([r[3] for r in rows]):6.2f} {geomean([r[4] for r in rows]):8.2f}")
-    print(f"{'worst':42} " + " ".join(f"{max(r[1][i] for r in rows):12.3f}" for i in range(len(cols)))
+    print(f"{'worst':42} "
+          + " ".join(_cell(max(column(i)) if column(i) else None) for i in range(len(cols)))
           + f" {max(r[2] or 0 for r in rows):6.3f} {max(r[3] for r in rows):6.2f}"
           f" {max(r[4] for r in rows):8.2f}")
+
+
+def _cell(ratio):
+    return f"{'-':>12}" if ratio is None else f"{ratio:12.3f}"
 
 
 def interp_json(path):
