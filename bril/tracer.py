@@ -336,7 +336,7 @@ def _trace_program(prog, argv, hot, out, run, record, optimize, cache, price, sp
         if best is not None and best[1] <= estimate:
             break
         found = _paying(base, chains, argv, run, original_out, base_count)
-        worth = found[3] + found[5]
+        worth = found[3] + found[5]         # (its count, plus what its code costs)
         if best is None or worth < best[1]:
             best = (found, worth, optimized, base_count)
     (traced, chains, t_out, t_count, dropped, cost), _, optimized, base_count = best
