@@ -29,8 +29,8 @@ time for each (below 1: the traces pay); the native engines also on a long input
 (LONG_INPUTS: the executable runs 0.15 s or more, where on the larger input it
 runs a few milliseconds, mostly the process itself); the dynamic-instruction
 ratio on the larger input, the static size ratio (instructions) and tracing
-time / plain-run time on the training input.  Geomeans over the programs whose original runs
-at least `--min-time` seconds under `brili` on the larger input.
+time / plain-run time on the training input.  Geomeans over the programs whose
+original runs at least `--min-time` seconds under `brili` on the larger input.
 
 `--time`: what tracing costs instead.  Per program, the whole-process wall
 time of `brili --trace OUT -p ARGS` and of a plain `brili -p ARGS` (best of
