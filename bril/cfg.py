@@ -294,6 +294,16 @@ class CFG(Graph):
     def remove_block(self, name):
         del self.blocks[name]
 
+    def remove_unreachable(self):
+        """Delete the blocks no path from the entry reaches; True if any was."""
+        live = self.reachable()
+        dead = [n for n in self.blocks if n not in live]
+        for n in dead:
+            self.remove_block(n)
+        if dead:
+            self.recompute_edges()
+        return bool(dead)
+
     def set_order(self, names):
         assert set(names) == set(self.blocks)
         self.blocks = {n: self.blocks[n] for n in names}

@@ -28,10 +28,10 @@ Spliced regions can be found again by every tool: the header keeps its label
 and its code starts with an instruction carrying a `"trace"` field naming the
 header (Bril tools ignore fields they do not know): a `speculate`, or the first
 instruction of a region that needs no rollback; the original header code
-moves to the label `H.trace.orig`; a trace's repeating part is at
-`H.trace.loopJ`, the J-th trace of a chain starts at `H.trace.cJ`, and resume
-points in the original code are labels `H.trace.rN`, side-exit stubs
-`H.trace.xJ.N`.
+moves to the label `H.trace.orig` (gone when no path reaches it any more); a
+trace's repeating part is at `H.trace.loopJ`, the J-th trace of a chain starts
+at `H.trace.cJ`, and resume points in the original code are labels
+`H.trace.rN`, side-exit stubs `H.trace.xJ.N`.
 """
 
 import copy
@@ -154,8 +154,19 @@ def splice(prog, chains):
             out.extend({"label": lab} for lab in sorted(labels.get(i, ())))
             if i < len(instrs):
                 out.append(instrs[i])
-        func["instrs"] = out
+        func["instrs"] = _reachable_code(out)
     return prog
+
+
+def _reachable_code(instrs):
+    """`instrs` without the blocks no path reaches: code a splice left behind
+    (the header's original code when every entry guard fails elsewhere, a loop
+    copy no exit took) would cost every engine's set-up and the size limit,
+    and run never.  Left whole where a `phi` names predecessor blocks."""
+    if any(i.get("op") == "phi" for i in instrs):
+        return instrs
+    cfg = CFG.from_instrs(instrs)
+    return cfg.to_instrs() if cfg.remove_unreachable() else instrs
 
 
 class TraceResult(Record):

@@ -43,16 +43,6 @@ def _next_in_layout(cfg):
     return dict(zip(order, order[1:]))
 
 
-def _remove_unreachable(cfg):
-    live = cfg.reachable()
-    dead = [n for n in cfg.blocks if n not in live]
-    for n in dead:
-        cfg.remove_block(n)
-    if dead:
-        cfg.recompute_edges()
-    return bool(dead)
-
-
 def _fold_same_target_branches(cfg, func):
     kinds = trusted_kinds({"args": func.get("args", []),
                            "instrs": [i for b in cfg.blocks.values() for i in b.instrs]})
@@ -189,13 +179,13 @@ def _falls_off(cfg, name):
 def clean_cfg(cfg, func, max_rounds=20):
     _normalize(cfg)
     for _ in range(max_rounds):
-        changed = _remove_unreachable(cfg)
+        changed = cfg.remove_unreachable()
         changed |= _fold_same_target_branches(cfg, func)
         changed |= _thread_jumps(cfg)
-        changed |= _remove_unreachable(cfg)
+        changed |= cfg.remove_unreachable()
         changed |= _merge_blocks(cfg)
         changed |= _duplicate_tails(cfg)
-        changed |= _remove_unreachable(cfg)
+        changed |= cfg.remove_unreachable()
         changed |= _merge_blocks(cfg)
         _layout(cfg)
         if not changed:

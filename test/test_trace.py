@@ -9,6 +9,7 @@ line are also run on that other input, which the traces were not built from.
 import pytest
 
 from bril import interp
+from bril.cfg import CFG
 from bril.errors import BrilError
 from bril.text import parse_program
 from bril.trace_emit import count_ops
@@ -36,6 +37,11 @@ def test_traced_program_prints_the_same(path, root):
     assert result.traced_output == expected
     # Never more instructions than the original on the training input.
     assert result.traced_count <= result.original_count
+    # No code the splice left unreachable (it would only cost set-up and size).
+    for func in result.program["functions"]:
+        if not any(i.get("op") == "phi" for i in func.get("instrs", ())):
+            cfg = CFG.from_function(func)
+            assert set(cfg.blocks) == cfg.reachable(), func["name"]
     alt = alt_args_of(path)
     if alt is not None:
         want_out, want_count = interp.run_capture(prog, alt)
