@@ -75,6 +75,9 @@ class RegionLowering(FunctionLowering):
         # Every variable gets a flag: a region can be entered before some are set.
         self.frame(self.fn, names, set(names), True)
         self.exits = {}
+        self.dispatch = {}              # outer loop header -> its entry dispatch (`entry_dispatch`)
+        self.copies = {}                # innermost entry -> {block: its copy's block}
+        self.copy = None                # the entry whose copy is being lowered
         # An integer the function assigns once, by a `const`, holds that value
         # wherever it is set: the region reads the constant (LLVM folds it, e.g. a
         # divisor `brili --trace --trace-specialize` made constant).
@@ -119,7 +122,7 @@ class RegionLowering(FunctionLowering):
 
     # --- the body ------------------------------------------------------------------------
 
-    def lower(self, entries):
+    def lower(self, entries, parents=None):
         info, bld = self.info, self.b
         for n in self.layout.names:
             i = self.layout.index(n)
@@ -136,28 +139,107 @@ class RegionLowering(FunctionLowering):
         # native depth count from here (the interpreter has its own limit).
         self.depth = bld.load(self.rt.glob("brt_depth"), typ=I64)
         self.llvm_blocks = {bi: self.fn.append_basic_block(f"b{bi}") for bi in sorted(self.region)}
+        starts = self.entry_dispatch(entries, parents or {})
         # The block to start at: after the variables, in the last slot.
         start = self.load_slot(self.layout.size)
-        switch = bld.switch(start, self.llvm_blocks[entries[0]])
+        switch = bld.switch(start, starts[entries[0]])
         for bi in entries[1:]:
-            switch.add_case(const_int(bi), self.llvm_blocks[bi])
+            switch.add_case(const_int(bi), starts[bi])
         for bi in sorted(self.region):
-            b = info.blocks[bi]
-            self.begin_block(b, self.llvm_blocks[bi])
-            for instr in b.instrs:
-                self.lower_instr(instr)
-            if b.term is None and not bld.block.is_terminated:
-                self.store_written()
-                bld.branch(self.target(b.succs[0]))
-            elif not bld.block.is_terminated:
-                bld.unreachable()
+            self.lower_block(bi, self.llvm_blocks[bi])
+        for h, blocks in self.copies.items():
+            self.copy = h
+            for bi, llvm_block in blocks.items():
+                self.lower_block(bi, llvm_block)
+        self.copy = None
         return self.layout
+
+    def lower_block(self, bi, llvm_block):
+        bld, b = self.b, self.info.blocks[bi]
+        self.begin_block(b, llvm_block)
+        for instr in b.instrs:
+            self.lower_instr(instr)
+        if b.term is None and not bld.block.is_terminated:
+            self.store_written()
+            bld.branch(self.target(b.succs[0]))
+        elif not bld.block.is_terminated:
+            bld.unreachable()
+
+    def entry_dispatch(self, entries, parents):
+        """{entry: the block native code entered there starts at}, building what
+        keeps every loop single-entry and entered as the function enters it.
+
+        Entered straight at a loop header inside another loop, the outer loop would
+        have a second entry, and LLVM optimises no such loop (it hoists nothing out
+        of it, peels and unrolls nothing); entered straight at an inner loop, that
+        loop is not dominated by the code before it, whose loads and checks LLVM
+        would otherwise reuse in it (traced mat-mul's region, entered at its trace
+        loop, ran 1.16x the original's; a trace's loop comes after its first,
+        unrolled pass).  So an entry inside other loops of the region goes in
+        through their headers, outermost first: each such header starts with a
+        test of a `pending` entry (0 once entered) that jumps on to the next
+        header towards it, running nothing on the way (the innermost loops, where
+        the time goes, have no test).  An innermost entry then starts in a copy of
+        what it reaches before its parent's header (`_entry_copies`), so that the
+        loop itself is only ever entered the way the function enters it.
+        `parents`: {loop header in the region: the innermost loop header around it
+        in the region, or None}."""
+        bld = self.b
+        chains = {}                     # entry -> [entry, its parent, ..., outermost]
+        for e in entries:
+            chain = [e]
+            while parents.get(chain[-1]) is not None and len(chain) <= len(parents):
+                chain.append(parents[chain[-1]])
+            chains[e] = chain
+        outer = {h for chain in chains.values() for h in chain[1:]}
+        self.dispatch = {h: self.fn.append_basic_block(f"d{h}") for h in sorted(outer)}
+        if not self.dispatch:
+            return dict(self.llvm_blocks)
+        leaves = {e: chain[1] for e, chain in chains.items() if len(chain) > 1 and e not in outer}
+        self.copies = {h: {bi: self.fn.append_basic_block(f"c{h}.b{bi}") for bi in sorted(blocks)}
+                       for h, blocks in _entry_copies(self.info, self.region, leaves).items()}
+        self.pending = bld.alloca(I64, name="pending")
+        bld.store(const_int(0), self.pending)
+        here = bld.block
+
+        def go(entry, via):             # `via`: an outer header's dispatch, or None
+            blk = self.fn.append_basic_block(f"e{entry}.{'' if via is None else via}")
+            bld.position_at_end(blk)
+            bld.store(const_int(0 if via is None else entry), self.pending)
+            if via is not None:
+                bld.branch(self.dispatch[via])
+            else:
+                copy = self.copies.get(entry)
+                bld.branch(copy[entry] if copy is not None else self.llvm_blocks[entry])
+            return blk
+
+        # (an outermost entry goes in at its loop's header too: its dispatch, if it has one)
+        starts = {e: go(e, chain[-1]) if len(chain) > 1
+                  else self.dispatch.get(e) or self.llvm_blocks[e]
+                  for e, chain in chains.items()}
+        for h, d in self.dispatch.items():
+            bld.position_at_end(d)
+            p = bld.load(self.pending, typ=I64)
+            inner = self.fn.append_basic_block(f"d{h}.entering")
+            bld.cbranch(bld.icmp_unsigned("==", p, const_int(0)), self.llvm_blocks[h], inner)
+            cases = [(e, go(e, None) if chain[chain.index(h) - 1] == e
+                      else self.dispatch[chain[chain.index(h) - 1]])
+                     for e, chain in chains.items() if h in chain[1:]]
+            here_h = go(h, None)
+            bld.position_at_end(inner)
+            switch = bld.switch(p, here_h)
+            for e, blk in cases:
+                switch.add_case(const_int(e), blk)
+        bld.position_at_end(here)
+        return starts
 
     def target(self, t):
         if isinstance(t, int) and t not in self.region:
             return self.exit_block(t)
         if isinstance(t, int):
-            return self.llvm_blocks[t]
+            if self.copy is not None and t in self.copies[self.copy]:
+                return self.copies[self.copy][t]
+            return self.dispatch.get(t) or self.llvm_blocks[t]
         return super().target(t)        # a missing label: its error
 
     def exit_block(self, t):
@@ -241,14 +323,48 @@ class RegionProgram(ProgramLowering):
                 FunctionLowering(self.infos[i], self).lower()
 
 
-def lower_region(linked, index, region, entries, name, prefix="jit", compiled_functions=()):
+# Entry copies (`_entry_copies`) add at most this many times the region's blocks.
+ENTRY_COPY_LIMIT = 1
+
+
+def _entry_copies(info, region, leaves):
+    """{entry: its copy's blocks}: for each innermost entry (`leaves`: {entry: the
+    loop header around it}) that is a trace's repeating part, the blocks it
+    reaches before that header, smallest copies first while they add at most
+    ENTRY_COPY_LIMIT times the region's blocks.  A trace's loop follows its first
+    pass, which did the loop's work once (loads, bounds and other checks) and
+    which LLVM reuses in the loop only if nothing else enters it; other loops
+    are entered directly (their copy would only cost LLVM's time: prime-count's
+    inner loop reaches nearly all of its region before the outer header)."""
+    from .trace_emit import is_loop_label
+    found = []
+    for h, p in leaves.items():
+        if not is_loop_label(info.blocks[h].label):
+            continue
+        blocks, stack = {h}, [h]
+        while stack:
+            for s in info.blocks[stack.pop()].all_succs():
+                if isinstance(s, int) and s in region and s != p and s not in blocks:
+                    blocks.add(s)
+                    stack.append(s)
+        found.append((len(blocks), h, blocks))
+    copies, room = {}, ENTRY_COPY_LIMIT * len(region)
+    for n, h, blocks in sorted(found, key=lambda f: f[:2]):
+        if n <= room:
+            copies[h] = blocks
+            room -= n
+    return copies
+
+
+def lower_region(linked, index, region, entries, name, prefix="jit", compiled_functions=(),
+                 parents=None):
     """A module holding the region of function `index` as `name` (and every function
     it calls); returns (module, Slots, indices of the functions defined, indices
     of the functions used from earlier modules).  Raises `Unsupported` for what
-    native code does not handle."""
+    native code does not handle.  `parents`: see `RegionLowering.entry_dispatch`."""
     program = RegionProgram(linked, name, prefix, compiled_functions)
     info = program.info(index)
-    layout = RegionLowering(info, program, region, name).lower(entries)
+    layout = RegionLowering(info, program, region, name).lower(entries, parents)
     defined = program.lower_called()
     return program.module, layout, defined, program.called & set(compiled_functions)
 

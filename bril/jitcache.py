@@ -110,7 +110,8 @@ def lower_region_unit(linked, fc, blocks, entries, name, prefix="u", shared=(), 
     the lowered module and what using it needs (see the module docstring)."""
     from .jit_lower import lower_region
     module, slots, defined, used = lower_region(linked, fc.index, blocks, sorted(entries),
-                                                name, prefix=prefix, compiled_functions=shared)
+                                                name, prefix=prefix, compiled_functions=shared,
+                                                parents=loop_parents(fc, blocks))
     allocates = program_allocates(linked)
     needs_heap = any(resume.needs_heap(t, allocates) for t in slots.types.values())
     if needs_heap and not heap:
@@ -119,6 +120,19 @@ def lower_region_unit(linked, fc, blocks, entries, name, prefix="u", shared=(), 
     meta = {"symbol": name, "heap": needs_heap, "slots": slots.as_data(), "lids": lids,
             "instrs": sum(fc.blocks_by_index[bi].size for bi in blocks)}
     return module, meta, defined, used, slots
+
+
+def loop_parents(fc, blocks):
+    """{header of a loop of `fc` in `blocks`: the innermost loop header around it
+    that is in `blocks` too, or None}."""
+    out = {}
+    for loop in fc.loops:
+        if loop.header in blocks:
+            p = loop.parent
+            while p is not None and p.header not in blocks:
+                p = p.parent
+            out[loop.header] = None if p is None else p.header
+    return out
 
 
 def lower_call_unit(linked, index, name, prefix="u", shared=(), heap=True):

@@ -329,6 +329,16 @@ class Emitter:
         return copy() + [{"label": loop_label}] + rest + copy()
 
 
+def loop_label(header, tag):
+    """The label of a trace's repeating part (`tag`: its trace's), after its first pass."""
+    return f"{header}.{MARK}.loop{tag}"
+
+
+def is_loop_label(label):
+    """Is `label` (or None) a trace's repeating part (`loop_label`)?"""
+    return bool(label) and label.rpartition(f".{MARK}.loop")[2].isdigit()
+
+
 def tail_label(header, block):
     return f"{header}.{MARK}.t.{block}"
 

@@ -34,7 +34,8 @@ from .trace_build import NotTraceable, Replayer
 from . import trace_cost
 from .trace_cost import simulate  # noqa: F401 (also read from here)
 from .cfg import block_sizes
-from .trace_emit import MARK, Emitter, clone_site, count_ops, loop_clone, tail_label
+from .trace_emit import (MARK, Emitter, clone_site, count_ops, loop_clone, loop_label,
+                          tail_label)
 from .trace_exit import Exits, variable_types
 from .folding import single_constants
 from .trace_opt import (eliminate_dead, find_cut, hoist_guards, number_values, place_regions,
@@ -264,14 +265,14 @@ def build_candidate(funcs, infos, stats, pattern, livecache, tag):
         # The first pass falls into the loop part, which repeats while the
         # path holds; the loop part skips what the first pass made invariant
         # (and the guards on such values: they passed in the first pass).
-        loop_label = f"{header}.{MARK}.loop{tag}"
+        loop_at = loop_label(header, tag)
         checked = _checked_invariants(seq, inv_vars)
         loop, _ = em.emit([e for e in seq if id(e) not in inv
                            and id(e) not in checked], ORIG_LABEL,
                           seed=[e for e in seq if id(e) in inv or id(e) in checked],
                           tail=TAIL_LOOP)
         fail_loop = em.guard_at
-        rotated = em.rotate(loop, loop_label)
+        rotated = em.rotate(loop, loop_at)
         body, body_x = pre + rotated, pre_x + rotated
         cost_pre = count_ops(pre)
         cost_pre_x = count_ops(pre_x)

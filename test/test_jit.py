@@ -971,3 +971,97 @@ def test_functions_taking_and_returning_any_run_natively():
     got = run_jit(parse_program(ANY_CALLS), ["40"], hot=1, hot_calls=1)
     assert got[:3] == run_plain(parse_program(ANY_CALLS), ["40"])
     assert [f["function"] for f in got[3].report()["functions"] if f["compiled"]] == ["next"]
+
+
+NEST = """
+@main(n: int, m: int) {
+  one: int = const 1;
+  zero: int = const 0;
+  s: int = const 0;
+  i: int = const 0;
+.outer:
+  ci: bool = lt i n;
+  br ci .mid_init .done;
+.mid_init:
+  j: int = const 0;
+.mid:
+  cj: bool = lt j m;
+  br cj .inner_init .mid_done;
+.inner_init:
+  k: int = id j;
+.inner:
+  ck: bool = lt k m;
+  br ck .inner_body .inner_done;
+.inner_body:
+  t: int = mul k i;
+  s: int = add s t;
+  k: int = add k one;
+  jmp .inner;
+.inner_done:
+  j: int = add j one;
+  jmp .mid;
+.mid_done:
+  i: int = add i one;
+  jmp .outer;
+.done:
+  print s;
+}
+"""
+
+
+@pytest.mark.parametrize("hot", [2, 3, 5, 40, 400])
+def test_a_nest_entered_at_any_of_its_loops_gives_the_same_results(hot):
+    # Native code taking over in the innermost, the middle or the outer loop
+    # (by the threshold) starts through the dispatch of the loops around it.
+    check(NEST, ["30", "25"], hot=hot)
+    check(NEST, ["3", "0"], hot=hot, native=False)
+
+
+def test_region_entries_inside_other_loops_go_in_through_their_headers():
+    # A loop entered at a second place is no loop to LLVM (nothing is hoisted out
+    # of it): the entry switch may only jump to the outermost loop's header or to
+    # code that only dispatches.
+    from bril import jitcache
+    from bril.interp import compile_program
+    from bril.jit import select_region
+    compiled, main = compile_program(parse_program(NEST))
+    fc = compiled.function_code(main)
+    inner = next(l for l in fc.loops if l.parent is not None and l.parent.parent is not None)
+    outer = inner.parent.parent
+    blocks, entries = select_region(fc, inner.header)[0]
+    assert {inner.header, inner.parent.header, outer.header} <= set(entries)
+    module, *_ = jitcache.lower_region_unit(compiled.linked, fc, blocks, entries, "r")
+    fn = module.get_global("r")
+    switch = fn.blocks[0].instructions[-1]
+    assert switch.opname == "switch"
+    targets = {switch.default.name} | {blk.name for _, blk in switch.cases}
+    # (and the outermost loop, whose header is now its dispatch, at that)
+    assert not targets & {f"b{inner.header}", f"b{inner.parent.header}", f"b{outer.header}"}
+
+
+def test_a_traces_inner_loop_is_entered_through_a_copy_of_it():
+    # A trace's repeating part comes after its first pass, whose loads and checks
+    # LLVM reuses in the loop only if nothing else enters it: native code entered
+    # there starts in a copy (`c{h}.b{h}`), and the original loop keeps its one
+    # way in.  The traced program gives the same results entered anywhere.
+    from bril import jitcache
+    from bril.interp import compile_program
+    from bril.jit import select_region
+    from bril.trace_emit import is_loop_label
+    from bril.tracer import trace_program
+    traced = trace_program(parse_program(NEST), ["40", "30"]).program
+    compiled, main = compile_program(traced)
+    fc = compiled.function_code(main)
+    blocks_by_label = {b.label: b.index for b in fc.blocks_by_index if b.label}
+    loops = [l for l in fc.loops if l.parent is not None
+             and is_loop_label(fc.blocks_by_index[l.header].label)]
+    assert loops, sorted(blocks_by_label)
+    h = loops[0].header
+    blocks, entries = select_region(fc, h)[0]
+    assert h in entries
+    module, *_ = jitcache.lower_region_unit(compiled.linked, fc, blocks, entries, "r")
+    names = {blk.name for blk in module.get_global("r").blocks}
+    assert f"c{h}.b{h}" in names
+    for hot in (2, 3, 7, 60):
+        check(_text(traced), ["40", "30"], hot=hot)
+        check(_text(traced), ["7", "3"], hot=hot, native=False)
