@@ -75,6 +75,9 @@ PAY_BACK = 12
 # (`bril.jit_deferred`, where the JIT comes in at the first look), this many
 # frames deep.
 SAMPLE_DEPTH = 64
+# The most one look charges (seconds): after a pause (the sampler compiling, the
+# process stopped), what ran in between is not all the loop seen now.
+MAX_CHARGE = 20 * SAMPLE_INTERVAL
 # With a profile: compile at once what an earlier run saw hot for this many times
 # the predicted cost.
 PREDICTED_PAY_BACK = 3
@@ -467,19 +470,26 @@ class Jit:
         # two looks (mat-mul's first, 3 ms from the start) would never be seen,
         # however many runs the profile learns from.
         first = (time.perf_counter_ns() // 1000 % 997 + 1) / 998
+        last = time.perf_counter()
         while not self.stopped:
             time.sleep(SAMPLE_INTERVAL * first)
             first = 1
+            # A look is charged the time since the last one, not one interval:
+            # looks come late (this thread waits for the GIL the interpreter
+            # holds), and charged an interval each, a loop took about six times
+            # PAY_BACK to turn hot (primes-between: 0.4 s charged in 2.4 s).
+            now = time.perf_counter()
+            elapsed, last = min(max(now - last, SAMPLE_INTERVAL), MAX_CHARGE), now
             try:
                 for tid, frame in sys._current_frames().items():
                     if tid not in (own, self.main_thread):
-                        self._sample(frame)
+                        self._sample(frame, elapsed)
             except Exception:       # the sampler must never disturb the program
                 pass
 
-    def _sample(self, frame):
-        """Charge one interval to the innermost loop running generated code and to
-        every function on the stack; compile what has become worth it."""
+    def _sample(self, frame, elapsed=SAMPLE_INTERVAL):
+        """Charge `elapsed` seconds to the innermost loop running generated code and
+        to every function on the stack; compile what has become worth it."""
         seen = set()
         innermost = None
         depth = 0
@@ -493,14 +503,14 @@ class Jit:
             frame = frame.f_back
             depth += 1
         for index in seen:
-            self.hot_seconds[index] += SAMPLE_INTERVAL
+            self.hot_seconds[index] += elapsed
         if innermost is None:
             return
         index, frame, code = innermost
         header = self._loop_of(code, frame.f_lineno)
         if header is not None:
             key = (index, header)
-            self.hot_seconds[key] += SAMPLE_INTERVAL
+            self.hot_seconds[key] += elapsed
             if self.regions.get(key, False) is False and self._worth(key, index):
                 self._compile_in_sampler(index, header)
         elif index not in self.calls and index != self.compiled.linked.main_index() \

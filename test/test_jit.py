@@ -666,6 +666,35 @@ def test_the_jit_attaches_late_to_a_run_that_lasts(monkeypatch):
     assert late.fast is late.compiled.jit_promoted
 
 
+def test_the_sampler_charges_the_time_that_passed(monkeypatch):
+    # Looks come late (the sampler waits for the GIL): each is charged the time
+    # since the last, so hot seconds follow the clock (charged an interval a look,
+    # a loop turned hot about six times later than PAY_BACK says).  Here the
+    # sampler's clock moves 20 ms between looks, four intervals.
+    import time
+    import types
+    from bril import jit, jit_deferred
+    ticks = iter(range(10 ** 9))
+    clock = types.SimpleNamespace(
+        sleep=lambda s: time.sleep(0.001), perf_counter_ns=time.perf_counter_ns,
+        perf_counter=lambda: 0.02 * next(ticks))
+    monkeypatch.setattr(jit, "time", clock)
+    monkeypatch.setattr(jit, "PAY_BACK", 10 ** 6)     # (nothing compiled: only counted)
+    monkeypatch.setattr(jit_deferred, "SAMPLE_INTERVAL", 0.0)
+    looks = []
+    sample = jit.Jit._sample
+    monkeypatch.setattr(jit.Jit, "_sample", lambda self, frame, elapsed=jit.SAMPLE_INTERVAL:
+                        looks.append(elapsed) or sample(self, frame, elapsed))
+    got = deferred_run(PROFILE_PROGRAM, ["1500000"])
+    assert got[:2] == run_plain(parse_program(PROFILE_PROGRAM), ["1500000"])[:2]
+    late = got[2].jit
+    assert looks and all(abs(e - 0.02) < 1e-9 for e in looks)
+    # (a look that finds the run outside generated code, at its start or end,
+    # charges nothing)
+    main = late.compiled.linked.main_index()
+    assert 0.01 * len(looks) < late.hot_seconds[main] <= 0.02 * len(looks) + 1e-9
+
+
 def test_a_profile_starts_the_jit_at_once(tmp_path, monkeypatch):
     from bril.codecache import CodeCache
     monkeypatch.setenv("BRIL_JIT_PRECOMPILE", "wait")  # (units built after run 1)
