@@ -18,15 +18,14 @@ each trace's first block gets the report's figures for it.  Fields the report
 lacks are skipped.
 """
 
-import re
 
 from dataclasses import dataclass, field
 
 from .cfg import CFG
 from .errors import BrilError
 from .text import format_instr, format_type
-
-MARK = "trace"          # the tracer's field on `speculate` and its label infix
+from .tracelabels import (MARK, ORIG_PART, chain_label, is_resume_part, is_trace_part,
+                          orig_label, part)
 
 TRACE_FILL = "#cfe2ff"
 RESUME_FILL = "#fff3bf"
@@ -41,11 +40,6 @@ REPORT_FIELDS = (("unroll", "unroll"), ("blocks", "blocks"), ("guards", "guards"
                  ("entries", "entries"), ("aborts", "aborts"), ("saved", "saved"),
                  ("saved_estimate", "saves ~"))
 
-# What follows `H.trace.` in the tracer's labels: code of the trace itself
-# (repeating parts, later traces of a chain), the original header, resume points.
-_IN_TRACE = re.compile(r"(loop\d*|c\d+)")
-_ORIG = "orig"
-_RESUME = re.compile(r"r\d+")
 
 
 def quote(text):
@@ -89,12 +83,12 @@ def find_traces(cfg):
     for name, block in cfg.blocks.items():
         if not any(i.get("op") == "speculate" and i.get(MARK) == name for i in block.instrs):
             continue
-        prefix = f"{name}.{MARK}."
 
-        def inside(b, prefix=prefix):
+        def inside(b, h=name):
             if cfg.blocks[b].label is None:
                 return True
-            return b.startswith(prefix) and _IN_TRACE.fullmatch(b[len(prefix):]) is not None
+            rest = part(h, b)
+            return rest is not None and is_trace_part(rest)
         region, stack = {name}, [name]
         while stack:
             for s in cfg.succs[stack.pop()]:
@@ -110,13 +104,12 @@ def analyse(func, index):
     ids = {name: f"f{index}b{i}" for i, name in enumerate(cfg.blocks)}
     g = FunctionGraph(func, cfg, ids, find_traces(cfg))
     for h in g.traces:
-        prefix = f"{h}.{MARK}."
         for b in cfg.blocks:
-            if b.startswith(prefix):
-                rest = b[len(prefix):]
-                if rest == _ORIG:
+            rest = part(h, b)
+            if rest is not None:
+                if rest == ORIG_PART:
                     g.origs.add(b)
-                elif _RESUME.fullmatch(rest):
+                elif is_resume_part(rest):
                     g.resumes.add(b)
     return g
 
@@ -174,8 +167,8 @@ def _stand_ins(g, block):
     """The blocks of graph g that hold original block `block`'s code, in order
     (see hot_paths); [] if it has none."""
     name = block
-    if name in g.traces and f"{name}.{MARK}.orig" in g.cfg.blocks:
-        name = f"{name}.{MARK}.orig"
+    if name in g.traces and orig_label(name) in g.cfg.blocks:
+        name = orig_label(name)
     if name not in g.cfg.blocks:
         return []
     span = [name]
@@ -213,7 +206,7 @@ def _report_lines(trace, per_line=4):
 def _trace_start(trace):
     """The block where a reported trace starts: its header, or `H.trace.cJ`."""
     j, h = _chain_position(trace), trace["header"]
-    return f"{h}.{MARK}.c{j}" if j else h
+    return chain_label(h, j)
 
 
 # --- writing -----------------------------------------------------------------------------

@@ -46,12 +46,12 @@ import os
 import time
 
 from .errors import BrilError
-from .jit_deferred import SAMPLE_INTERVAL
+from . import jit_policy
+from .jit_policy import DEFAULT_HOT
 from .values import UNDEF
 from .resume import (Slots, decode_result, encode_arguments, get_tagged, json_type,
                      marshal_source, put_tagged)
 
-DEFAULT_HOT = 1000
 # A region whose entries average fewer native instructions than this (measured
 # over ENTRY_SAMPLE entries) costs more to enter than it saves: drop it.
 MIN_WORK_PER_ENTRY = 40
@@ -68,16 +68,14 @@ SETUP_COST = 0.15
 LINK_COST = 0.03
 COMPILE_BASE = 0.01
 COMPILE_PER_INSTR = 0.0005
-# A cold run compiles a loop or function only once it has run interpreted for
-# this many times the predicted cost: at worst 1/PAY_BACK slower than without.
-PAY_BACK = 12
-# The sampler looks at the running program's stack every SAMPLE_INTERVAL seconds
-# (`bril.jit_deferred`, where the JIT comes in at the first look), this many
-# frames deep.
+# (A cold run compiles once a unit has paid back `jit_policy.PAY_BACK` times.)
+# The sampler looks at the running program's stack every `jit_policy.SAMPLE_INTERVAL`
+# seconds (`bril.jit_deferred`, where the JIT comes in at the first look), this
+# many frames deep.
 SAMPLE_DEPTH = 64
 # The most one look charges (seconds): after a pause (the sampler compiling, the
 # process stopped), what ran in between is not all the loop seen now.
-MAX_CHARGE = 20 * SAMPLE_INTERVAL
+MAX_CHARGE = 20 * jit_policy.SAMPLE_INTERVAL
 # The GIL's switch interval while the sampler compiles (`_ShortSwitches`).
 SAMPLER_SWITCH = 0.0002
 # With a profile: compile at once what an earlier run saw hot for this many times
@@ -88,7 +86,7 @@ PREDICTED_PAY_BACK = 3
 # (0.05-0.2 s, in a process of its own) pays back within a few dozen runs
 # even at this, and short runs are where most of a warm run is interpreted
 # (mat-mul 80: its printing loop, one sample, was 10 of a warm run's 40 ms).
-PRECOMPILE_HOT = SAMPLE_INTERVAL
+PRECOMPILE_HOT = jit_policy.SAMPLE_INTERVAL
 # A function becomes native code, whole, after this many times `hot` calls
 # (compiling one costs about as much as interpreting a few thousand calls).
 CALLS_PER_HOT = 5
@@ -275,7 +273,7 @@ class Jit:
 
     Two ways to find hot code:
     - *sampled* (`pay_back` > 0, what `brili --jit` does): a sampler thread looks
-      at the running program's stack every `SAMPLE_INTERVAL` seconds.  A loop or
+      at the running program's stack every `jit_policy.SAMPLE_INTERVAL` seconds.  A loop or
       function seen hot for `pay_back` times the predicted cost of compiling it
       is compiled on that thread, while the interpreter goes on (LLVM runs
       without the GIL); then the loop's flag is raised (its header hands the
@@ -491,14 +489,14 @@ class Jit:
         first = (time.perf_counter_ns() // 1000 % 997 + 1) / 998
         last = time.perf_counter()
         while not self.stopped:
-            time.sleep(SAMPLE_INTERVAL * first)
+            time.sleep(jit_policy.SAMPLE_INTERVAL * first)
             first = 1
             # A look is charged the time since the last one, not one interval:
             # looks come late (this thread waits for the GIL the interpreter
             # holds), and charged an interval each, a loop took about six times
             # PAY_BACK to turn hot (primes-between: 0.4 s charged in 2.4 s).
             now = time.perf_counter()
-            elapsed, last = min(max(now - last, SAMPLE_INTERVAL), MAX_CHARGE), now
+            elapsed, last = min(max(now - last, jit_policy.SAMPLE_INTERVAL), MAX_CHARGE), now
             try:
                 for tid, frame in sys._current_frames().items():
                     if tid not in (own, self.main_thread):
@@ -506,9 +504,11 @@ class Jit:
             except Exception:       # the sampler must never disturb the program
                 pass
 
-    def _sample(self, frame, elapsed=SAMPLE_INTERVAL):
+    def _sample(self, frame, elapsed=None):
         """Charge `elapsed` seconds to the innermost loop running generated code and
         to every function on the stack; compile what has become worth it."""
+        if elapsed is None:
+            elapsed = jit_policy.SAMPLE_INTERVAL
         seen = set()
         innermost = None
         depth = 0

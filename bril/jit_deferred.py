@@ -8,7 +8,7 @@ raises.
 
     run(prog, argv, jit=DeferredJit(cache, **options))
 
-takes the place of `Jit(cache=cache, pay_back=PAY_BACK, **options)`, the JIT in
+takes the place of `Jit(cache=cache, pay_back=jit_policy.PAY_BACK, **options)`, the JIT in
 sampled mode; `attach` returns that `Jit` when a profile makes it needed from
 the start.
 """
@@ -16,11 +16,8 @@ the start.
 import _thread
 import time
 
+from . import jit_policy
 from .jitprofile import load_profile, profile_key
-
-# The JIT's sampler looks at the running program this often (seconds); the JIT
-# comes in at the first look.
-SAMPLE_INTERVAL = 0.005
 
 
 class DeferredJit:
@@ -36,8 +33,8 @@ class DeferredJit:
         self.compiled = self.looked_up = self.main_thread = None
 
     def _make(self):
-        from .jit import PAY_BACK, Jit
-        jit = Jit(cache=self.cache, pay_back=PAY_BACK, **self.options)
+        from .jit import Jit
+        jit = Jit(cache=self.cache, pay_back=jit_policy.PAY_BACK, **self.options)
         jit.source = self.source
         return jit
 
@@ -55,7 +52,7 @@ class DeferredJit:
         return self
 
     def _later(self):
-        time.sleep(SAMPLE_INTERVAL)
+        time.sleep(jit_policy.SAMPLE_INTERVAL)
         with self.lock:
             if self.stopped:
                 return

@@ -28,8 +28,9 @@ the interpreter's count after each native call.
 from llvmlite import ir
 
 from .llvm_lower import (LoweredFunction, FunctionLowering, ProgramLowering, Unsupported, I1,
-                         I64, PTR, const_int, kind)
-from .resume import Slots, decode_slot as _decode, decode_tagged, encode_slot as _encode
+                         I64, PTR, const_int, decode_slot as _decode, decode_tagged,
+                         encode_slot as _encode, kind)
+from .resume import Slots
 from .folding import single_constants
 
 
@@ -123,7 +124,7 @@ class RegionLowering(FunctionLowering):
     # --- the body ------------------------------------------------------------------------
 
     def lower(self, entries, parents=None):
-        info, bld = self.info, self.b
+        bld = self.b
         for n in self.layout.names:
             i = self.layout.index(n)
             bld.store(bld.icmp_unsigned("!=", self.load_slot(i), const_int(0)), self.flags[n])
@@ -336,7 +337,7 @@ def _entry_copies(info, region, leaves):
     which LLVM reuses in the loop only if nothing else enters it; other loops
     are entered directly (their copy would only cost LLVM's time: prime-count's
     inner loop reaches nearly all of its region before the outer header)."""
-    from .trace_emit import is_loop_label
+    from .tracelabels import is_loop_label
     found = []
     for h, p in leaves.items():
         if not is_loop_label(info.blocks[h].label):

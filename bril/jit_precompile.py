@@ -2,7 +2,7 @@
 
     python -m bril.jit_precompile CACHE_DIR PROFILE_KEY LEVEL
 
-A cold run compiles a loop only once it has paid (see `bril.jit.PAY_BACK`), so
+A cold run compiles a loop only once it has paid (see `bril.jit_policy.PAY_BACK`), so
 a program that runs a second or two mostly ends before; its profile then lists
 loops and functions that were hot without native code.  `brili` starts this
 process as it leaves (it does not wait), which lowers each of them as the JIT

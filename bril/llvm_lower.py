@@ -54,12 +54,12 @@ from .support import argcount_message, call_funcs_message, nonvoid_message, oper
 from llvmlite import ir
 
 from .errors import BrilError
-from .ops import OPS, INT_MIN, SSA_OPS
+from .ops import OPS, SSA_OPS
 from .blocks import build_blocks
 from . import typecheck as tc
 from .linker import link
 from .values import js_type_text, type_cmp
-from .resume import decode_slot, encode_slot, value_tag, TAG_PTR_STEP, TAG_UNDEF
+from .resume import value_tag, TAG_PTR_STEP, TAG_UNDEF
 
 I1 = ir.IntType(1)
 I8 = ir.IntType(8)
@@ -152,6 +152,41 @@ def tag_value(bld, v, key):
         t = bld.insert_value(t, bld.extract_value(v, 0), 1)
         return bld.insert_value(t, bld.extract_value(v, 1), 2)
     return bld.insert_value(t, encode_slot(bld, key, v), 1)
+
+
+# --- slots: values as the interpreter hands them over (`bril.resume`'s layout) ------------
+
+def decode_slot(bld, key, raw, second):
+    """IR: the value of type `key` from its slot `raw` (and `second()`, the offset
+    slot of a pointer)."""
+    if key == "int":
+        return raw
+    if key == "bool":
+        return bld.icmp_unsigned("!=", raw, const_int(0))
+    if key == "float":
+        return bld.bitcast(raw, F64)
+    if key == "char":
+        return bld.trunc(raw, I32)
+    p = bld.insert_value(ir.Constant(POINTER, ir.Undefined), raw, 0)
+    return bld.insert_value(p, second(), 1)
+
+
+def decode_tagged(bld, load):
+    """IR: the `any` value in three slots, `load(j)` giving slot j (tag, value, offset)."""
+    v = ir.Constant(TAGGED, ir.Undefined)
+    for j in range(3):
+        v = bld.insert_value(v, load(j), j)
+    return v
+
+
+def encode_slot(bld, key, v):
+    """IR: a value of type `key` (not a pointer: its two parts are stored apart) as
+    its 64-bit slot."""
+    if key in ("bool", "char"):
+        return bld.zext(v, I64)
+    if key == "float":
+        return bld.bitcast(v, I64)
+    return v
 
 
 # --- the run-time library --------------------------------------------------------------

@@ -293,7 +293,8 @@ def native_digest(level):
         # decides what to compile and how to call it)
         h.update(source_digest(b"sources", [os.path.join(here, name) for name in (
             "llvm_lower.py", "jit_lower.py", "jitcache.py", "resume.py", "native.py",
-            "nativert.py", "ops.py", "heap.py", os.path.join("runtime", "brilrt.c"))]))
+            "nativert.py", "ops.py", "heap.py", "tracelabels.py",
+            os.path.join("runtime", "brilrt.c"))]))
         h.update(_llvmlite_version().encode())
         h.update((c_compiler() or "").encode())
         h.update(_host_identity().encode())

@@ -15,8 +15,8 @@ part).  One module writes and reads that layout, on both sides:
 - `marshal_source`: the Python side, `_in(locals, S, D)` (frame -> slots; False
   if a value is not of its declared kind) and `_out(S, D)` (slots -> the locals
   native code assigned);
-- `decode_slot` / `encode_slot`: the native side, as LLVM IR (for
-  `bril.jit_lower`; llvmlite is imported there only).
+- the native side, the same layout as LLVM IR, is `bril.llvm_lower`'s
+  (`decode_slot`, `decode_tagged`, `encode_slot`): this module needs no llvmlite.
 Functions called natively whole take their arguments in the same encoding,
 three slots a value (an `any` value's tag, value, pointer offset), and return
 their result in slots 0-2.
@@ -245,43 +245,3 @@ def decode_result(key, S, D, from_pair):
     if key == "char":
         return chr(S[1])
     return from_pair(S[1], S[2], json_type(key[1]))
-
-
-# --- the native side --------------------------------------------------------------------
-
-def decode_slot(bld, key, raw, second):
-    """IR: the value of type `key` from its slot `raw` (and `second()`, the offset
-    slot of a pointer)."""
-    from llvmlite import ir
-    from .llvm_lower import F64, I32, POINTER, const_int
-    if key == "int":
-        return raw
-    if key == "bool":
-        return bld.icmp_unsigned("!=", raw, const_int(0))
-    if key == "float":
-        return bld.bitcast(raw, F64)
-    if key == "char":
-        return bld.trunc(raw, I32)
-    p = bld.insert_value(ir.Constant(POINTER, ir.Undefined), raw, 0)
-    return bld.insert_value(p, second(), 1)
-
-
-def decode_tagged(bld, load):
-    """IR: the `any` value in three slots, `load(j)` giving slot j (tag, value, offset)."""
-    from llvmlite import ir
-    from .llvm_lower import TAGGED
-    v = ir.Constant(TAGGED, ir.Undefined)
-    for j in range(3):
-        v = bld.insert_value(v, load(j), j)
-    return v
-
-
-def encode_slot(bld, key, v):
-    """IR: a value of type `key` (not a pointer: its two parts are stored apart) as
-    its 64-bit slot."""
-    from .llvm_lower import I64
-    if key in ("bool", "char"):
-        return bld.zext(v, I64)
-    if key == "float":
-        return bld.bitcast(v, I64)
-    return v

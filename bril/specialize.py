@@ -14,7 +14,8 @@ asked for (`brili --trace --trace-specialize`), and only loops that run many
 iterations per entry (`MIN_TRIP`) are versioned.
 
 The recorder samples the values (`trace_record.Recorder(values=True)`): at the
-first `trace_record.VALUE_SAMPLES` entries of each hot loop, the variables `wanted` names.
+first `trace_record.VALUE_SAMPLES` entries of each hot loop, the variables
+`trace_record.wanted` names.
 The copy's labels are `H.trace.v.B` (B: the original block), its constants
 `H.trace.vk.V` and the check's result `H.trace.vt` (H: the loop's header).
 """
@@ -23,51 +24,14 @@ from .record import Record
 from .cfg import CFG, natural_loops
 from .dataflow import defined_vars
 from .dominance import Dominance
-from .folding import exact_in_double, single_constants
-from .trace_emit import MARK, clone_site, count_ops, loop_clone
+from .folding import exact_in_double
+from .trace_emit import clone_site, count_ops, loop_clone
+from .tracelabels import MARK
+from .trace_record import VARIES, wanted
 
 # Header visits per entry below which a loop is not versioned: the check's 3
 # instructions per entry must be negligible beside the iterations.
 MIN_TRIP = 16
-# A variable's sampled values differed (or one was no integer).  One value seen
-# at a single entry counts as invariant: a loop entered once, as most are.
-VARIES = object()
-
-
-def wanted(func, cfg, loops):
-    """{header: the variables worth sampling at the entries of its loop} for
-    `loops` of `func`: integers the loop reads as the divisor of a `div` and
-    never writes, and that are not one constant throughout the function
-    already (native code sees those)."""
-    types = _declared(func)
-    constant = single_constants(func)
-    out = {}
-    for loop in loops:
-        written = set()
-        divisors = set()
-        for name in loop.body:
-            for ins in cfg.blocks[name].instrs:
-                d = ins.get("dest")
-                if d is not None:
-                    written.add(d)
-                if ins.get("op") == "div" and len(ins.get("args") or ()) == 2:
-                    divisors.add(ins["args"][1])
-        out[loop.header] = frozenset(v for v in divisors - written
-                                     if types.get(v) == "int" and v not in constant)
-    return out
-
-
-def record_value(stats, var, value):
-    """One sampled value of `var` at an entry of the loop of `stats`."""
-    seen = stats.values.get(var)
-    if type(value) is not int:
-        stats.values[var] = VARIES
-    elif seen is None:
-        stats.values[var] = value
-    elif seen is not VARIES and seen != value:
-        stats.values[var] = VARIES
-
-
 def invariant_values(stats):
     """{variable: value} of the values the recording saw the same at every entry
     sampled, that a literal can carry exactly (the reference tools read JSON
@@ -219,16 +183,6 @@ def _versioned(func, cfg, header, region, values):
     if site == len(instrs):
         out.extend(copy)
     return out
-
-
-def _declared(func):
-    types = {}
-    for a in func.get("args") or []:
-        types.setdefault(a["name"], set()).add(str(a.get("type")))
-    for ins in func.get("instrs") or []:
-        if "dest" in ins:
-            types.setdefault(ins["dest"], set()).add(str(ins.get("type")))
-    return {v: next(iter(ts)) for v, ts in types.items() if len(ts) == 1}
 
 
 def _names(func):

@@ -12,8 +12,7 @@ merged loop tests fail to when the loop is about to end (its tail).
 from .trace_build import Item
 from .trace_cost import FailPoint
 from .trace_opt import is_effect
-
-MARK = "trace"
+from .tracelabels import MARK, resume_label
 
 
 def count_ops(instrs):
@@ -93,7 +92,7 @@ class Emitter:
                 kind, site = entry
                 if kind == "spec":
                     lab = first_fail if site is None else self.labels.setdefault(
-                        site, f"{self.header}.{MARK}.r{site}")
+                        site, resume_label(self.header, site))
                     region = (lab, site, [])
                 else:
                     guards += self._region(body, *region)
@@ -327,16 +326,6 @@ class Emitter:
             return out
 
         return copy() + [{"label": loop_label}] + rest + copy()
-
-
-def loop_label(header, tag):
-    """The label of a trace's repeating part (`tag`: its trace's), after its first pass."""
-    return f"{header}.{MARK}.loop{tag}"
-
-
-def is_loop_label(label):
-    """Is `label` (or None) a trace's repeating part (`loop_label`)?"""
-    return bool(label) and label.rpartition(f".{MARK}.loop")[2].isdigit()
 
 
 def tail_label(header, block):

@@ -16,6 +16,7 @@ candidate traces over that sequence to see what they would save and waste.
 """
 
 from .cfg import block_sizes, natural_loops
+from .folding import single_constants
 
 # Loop entries whose values are sampled, with `values` (`bril.specialize`).
 VALUE_SAMPLES = 32
@@ -27,6 +28,57 @@ _EXIT_BASE = -3     # exit path x is the outcome _EXIT_BASE - x
 
 def exit_outcome(xid):
     return _EXIT_BASE - xid
+
+
+# --- value sampling: the variables a loop's entries sample, and what they held -----
+
+# A variable's sampled values differed (or one was no integer).  One value seen
+# at a single entry counts as invariant: a loop entered once, as most are.
+VARIES = object()
+
+
+def wanted(func, cfg, loops):
+    """{header: the variables worth sampling at the entries of its loop} for
+    `loops` of `func`: integers the loop reads as the divisor of a `div` and
+    never writes, and that are not one constant throughout the function
+    already (native code sees those)."""
+    types = _declared(func)
+    constant = single_constants(func)
+    out = {}
+    for loop in loops:
+        written = set()
+        divisors = set()
+        for name in loop.body:
+            for ins in cfg.blocks[name].instrs:
+                d = ins.get("dest")
+                if d is not None:
+                    written.add(d)
+                if ins.get("op") == "div" and len(ins.get("args") or ()) == 2:
+                    divisors.add(ins["args"][1])
+        out[loop.header] = frozenset(v for v in divisors - written
+                                     if types.get(v) == "int" and v not in constant)
+    return out
+
+
+def record_value(stats, var, value):
+    """One sampled value of `var` at an entry of the loop of `stats`."""
+    seen = stats.values.get(var)
+    if type(value) is not int:
+        stats.values[var] = VARIES
+    elif seen is None:
+        stats.values[var] = value
+    elif seen is not VARIES and seen != value:
+        stats.values[var] = VARIES
+
+
+def _declared(func):
+    types = {}
+    for a in func.get("args") or []:
+        types.setdefault(a["name"], set()).add(str(a.get("type")))
+    for ins in func.get("instrs") or []:
+        if "dest" in ins:
+            types.setdefault(ins["dest"], set()).add(str(ins.get("type")))
+    return {v: next(iter(ts)) for v, ts in types.items() if len(ts) == 1}
 
 
 class LoopStats:
@@ -48,7 +100,7 @@ class LoopStats:
         self.start = None           # instructions heard when its first recording began
         self.entries = 0            # recordings begun: entries of the loop once hot
         self.wanted = frozenset()   # variables whose values to sample at entries
-        self.values = {}            # variable -> value sampled (`specialize.record_value`)
+        self.values = {}            # variable -> value sampled (`record_value`)
         self.samples = 0
         self._members = None
 
@@ -162,14 +214,11 @@ class Recorder:
             self.instrs += sum(n * sizes[b] for b, n in early.items())
             hs = {}
             loops = natural_loops(info.cfg)
-            wanted = {}
-            if self.values:
-                from .specialize import wanted as worth_sampling
-                wanted = worth_sampling(info.func, info.cfg, loops)
+            sampled = wanted(info.func, info.cfg, loops) if self.values else {}
             for loop in loops:
                 st = LoopStats(fname, loop.header, loop.body)
                 st.visits = early.get(loop.header, 0)
-                st.wanted = wanted.get(loop.header, frozenset())
+                st.wanted = sampled.get(loop.header, frozenset())
                 hs[loop.header] = self._loops[(fname, loop.header)] = st
             self._headers[fname] = hs
             self._blocks[fname] = {b: (n, hs.get(b)) for b, n in sizes.items()}
@@ -354,7 +403,6 @@ class Recorder:
 
     def sample(self, st, get):
         """The values at an entry of st's loop (`get`: variable -> value or None)."""
-        from .specialize import record_value
         st.samples += 1
         for v in st.wanted:
             record_value(st, v, get(v))

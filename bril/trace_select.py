@@ -34,8 +34,8 @@ from .trace_build import NotTraceable, Replayer
 from . import trace_cost
 from .trace_cost import simulate  # noqa: F401 (also read from here)
 from .cfg import block_sizes
-from .trace_emit import (MARK, Emitter, clone_site, count_ops, loop_clone, loop_label,
-                          tail_label)
+from .trace_emit import Emitter, clone_site, count_ops, loop_clone, tail_label
+from .tracelabels import chain_label, loop_label, orig_label, resume_label
 from .trace_exit import Exits, variable_types
 from .folding import single_constants
 from .trace_opt import (eliminate_dead, find_cut, hoist_guards, number_values, place_regions,
@@ -255,7 +255,7 @@ def build_candidate(funcs, infos, stats, pattern, livecache, tag):
     fail_loop = {}
     if cut_site is not None:
         end = [{"op": "jmp", "labels": [
-            labels.setdefault(cut_site, f"{header}.{MARK}.r{cut_site}")]}]
+            labels.setdefault(cut_site, resume_label(header, cut_site))]}]
         body, body_x = pre + end, pre_x + end
         cost_pre = cost_loop = count_ops(body)
         cost_pre_x = count_ops(body_x)
@@ -554,8 +554,8 @@ def chain_instrs(chain):
     h = chain.header
     out = []
     labels = {}
-    starts = [None] + [f"{h}.{MARK}.c{j}" for j in range(1, len(chain.traces))]
-    orig = f"{h}.{MARK}.orig"
+    starts = [None] + [chain_label(h, j) for j in range(1, len(chain.traces))]
+    orig = orig_label(h)
     for j, t in enumerate(chain.traces):
         nxt = starts[j + 1] if j + 1 < len(chain.traces) else orig
         tail = tail_label(h, h) if chain.tail else orig
@@ -570,5 +570,5 @@ def chain_instrs(chain):
             out.append(ins)
         for site, lab in t.labels.items():
             labels.setdefault(site, set()).add(lab)
-    out.append({"label": f"{h}.{MARK}.orig"})
+    out.append({"label": orig})
     return out, labels

@@ -45,7 +45,7 @@ from .errors import BrilError
 from .trace_build import is_plain
 from .trace_emit import clone_site, count_ops, loop_clone
 from .trace_record import Recorder
-from .trace_select import MARK, chain_instrs, choose_chain, code_cost
+from .trace_select import chain_instrs, choose_chain, code_cost
 
 
 # A checking run is stopped after CHECK_TIME_SLACK + CHECK_TIME_FACTOR times
@@ -525,4 +525,4 @@ def report_text(result):
     return lines
 
 
-__all__ = ["MARK", "TraceResult", "report", "report_text", "select", "splice", "trace_program"]
+__all__ = ["TraceResult", "report", "report_text", "select", "splice", "trace_program"]

@@ -343,9 +343,10 @@ def _jit(prog, opts, out, base_dir, filename):
     _native_code_loaded = True
     cache = _code_cache(opts)
     if opts.hot or opts.jit_report is not None:
-        from bril.jit import DEFAULT_HOT, PAY_BACK, Jit
-        jit = Jit(hot=opts.hot or DEFAULT_HOT, background=opts.jit_background, cache=cache,
-                  pay_back=0 if opts.hot else PAY_BACK, shared_heap=None)
+        from bril import jit_policy
+        from bril.jit import Jit
+        jit = Jit(hot=opts.hot or jit_policy.DEFAULT_HOT, background=opts.jit_background,
+                  cache=cache, pay_back=0 if opts.hot else jit_policy.PAY_BACK, shared_heap=None)
     else:
         # Sampled: the JIT comes in once the run lasts (or at once, with a profile).
         from bril.jit_deferred import DeferredJit

@@ -19,10 +19,7 @@
 import os
 import re
 import shutil
-import subprocess
-import sys
 import tomllib
-from pathlib import Path
 
 import pytest
 

@@ -642,8 +642,8 @@ def test_a_short_jit_run_never_starts_the_jit():
     # The JIT would come in at its sampler's first look (made 30 s here, so that
     # the run is surely over by then): until then, nothing of it is imported.
     code = ("import sys\n"
-            "from bril import jit_deferred\n"
-            "jit_deferred.SAMPLE_INTERVAL = 30\n"
+            "from bril import jit_policy\n"
+            "jit_policy.SAMPLE_INTERVAL = 30\n"
             "from bril.cli import brili\n"
             "brili.os._exit = sys.exit\n"     # (brili leaves with os._exit after --jit)
             "try:\n    brili.main(['--jit', '-p', '10'])\nexcept SystemExit:\n    pass\n"
@@ -656,8 +656,8 @@ def test_a_short_jit_run_never_starts_the_jit():
 
 
 def test_the_jit_attaches_late_to_a_run_that_lasts(monkeypatch):
-    from bril import jit_deferred
-    monkeypatch.setattr(jit_deferred, "SAMPLE_INTERVAL", 0.0)
+    from bril import jit_policy
+    monkeypatch.setattr(jit_policy, "SAMPLE_INTERVAL", 0.0)
     got = deferred_run(PROFILE_PROGRAM, ["300000"])
     assert got[:2] == run_plain(parse_program(PROFILE_PROGRAM), ["300000"])[:2]
     late = got[2].jit
@@ -673,17 +673,17 @@ def test_the_sampler_charges_the_time_that_passed(monkeypatch):
     # sampler's clock moves 20 ms between looks, four intervals.
     import time
     import types
-    from bril import jit, jit_deferred
+    from bril import jit, jit_policy
     ticks = iter(range(10 ** 9))
     clock = types.SimpleNamespace(
         sleep=lambda s: time.sleep(0.001), perf_counter_ns=time.perf_counter_ns,
         perf_counter=lambda: 0.02 * next(ticks))
     monkeypatch.setattr(jit, "time", clock)
-    monkeypatch.setattr(jit, "PAY_BACK", 10 ** 6)     # (nothing compiled: only counted)
-    monkeypatch.setattr(jit_deferred, "SAMPLE_INTERVAL", 0.0)
+    monkeypatch.setattr(jit_policy, "PAY_BACK", 10 ** 6)     # (nothing compiled: only counted)
+    monkeypatch.setattr(jit_policy, "SAMPLE_INTERVAL", 0.0)
     looks = []
     sample = jit.Jit._sample
-    monkeypatch.setattr(jit.Jit, "_sample", lambda self, frame, elapsed=jit.SAMPLE_INTERVAL:
+    monkeypatch.setattr(jit.Jit, "_sample", lambda self, frame, elapsed=None:
                         looks.append(elapsed) or sample(self, frame, elapsed))
     got = deferred_run(PROFILE_PROGRAM, ["1500000"])
     assert got[:2] == run_plain(parse_program(PROFILE_PROGRAM), ["1500000"])[:2]
@@ -701,9 +701,9 @@ def test_the_sampler_compiles_with_short_gil_switches(monkeypatch):
     # the default 5 ms switch interval each return waited for the interpreter:
     # 1.58 s on the clock for 0.10 s of work.  Restored once compiled.
     import sys
-    from bril import jit, jit_deferred
-    monkeypatch.setattr(jit, "PAY_BACK", 1e-9)     # (sampled, hot at the first look)
-    monkeypatch.setattr(jit_deferred, "SAMPLE_INTERVAL", 0.0)
+    from bril import jit, jit_policy
+    monkeypatch.setattr(jit_policy, "PAY_BACK", 1e-9)     # (sampled, hot at the first look)
+    monkeypatch.setattr(jit_policy, "SAMPLE_INTERVAL", 0.0)
     seen = []
     compile_region = jit.Jit._compile
     monkeypatch.setattr(jit.Jit, "_compile", lambda self, *a: (
@@ -797,8 +797,8 @@ def test_what_failed_to_build_is_tried_again_by_another_compiler(tmp_path):
     cached_run(PROFILE_PROGRAM, ["2000000"], tmp_path)
     assert "compiled in 0.000 s" in cached_run(PROFILE_PROGRAM, ["2000000"], tmp_path).stderr
     # With this compiler's mark on it, what failed is not tried again.
-    profile = _forget_units(tmp_path, PROFILE_PROGRAM, regions={}, calls={}, tried=hot,
-                            tried_for=native_digest(2).hex())
+    _forget_units(tmp_path, PROFILE_PROGRAM, regions={}, calls={}, tried=hot,
+                  tried_for=native_digest(2).hex())
     assert tried_here(_profile(tmp_path, PROFILE_PROGRAM)[2], 2) == hot
     cached_run(PROFILE_PROGRAM, ["2000000"], tmp_path)
     assert "compiled in" not in cached_run(PROFILE_PROGRAM, ["2000000"], tmp_path).stderr
@@ -1096,7 +1096,7 @@ def test_a_traces_inner_loop_is_entered_through_a_copy_of_it():
     from bril import jitcache
     from bril.interp import compile_program
     from bril.jit import select_region
-    from bril.trace_emit import is_loop_label
+    from bril.tracelabels import is_loop_label
     from bril.tracer import trace_program
     traced = trace_program(parse_program(NEST), ["40", "30"]).program
     compiled, main = compile_program(traced)

@@ -19,7 +19,6 @@ import io
 import json
 import math
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path

@@ -16,9 +16,11 @@ import pytest
 from bril import interp
 from bril.errors import BrilError
 from bril.jit import Jit
-from bril.specialize import VARIES, invariant_values, record_value
+from bril.specialize import invariant_values
+from bril.trace_record import VARIES, record_value
 from bril.text import parse_program
-from bril.tracer import MARK, report, report_text, trace_program
+from bril.tracelabels import MARK
+from bril.tracer import report, report_text, trace_program
 from bril.trace_record import Recorder
 
 from corpus import BENCHMARKS, alt_args_of, args_of, benchmark_cases

@@ -13,7 +13,8 @@ from bril.cfg import CFG
 from bril.errors import BrilError
 from bril.text import parse_program
 from bril.trace_emit import count_ops
-from bril.tracer import MARK, trace_program
+from bril.tracelabels import MARK
+from bril.tracer import trace_program
 
 from corpus import BENCHMARKS, CONFORMANCE, alt_args_of, args_of, bril_files, case_id
 
