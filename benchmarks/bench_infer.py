@@ -1,4 +1,4 @@
-"""How long the per-function analysis (`bril.typecheck.infer`) takes.
+"""How long the per-function analysis (`bril.analysis.typecheck.infer`) takes.
 
 Two measurements, each the best of --repeat runs, in this process, as CPU time
 of the process (other load on the machine counts less; blocks are built once,
@@ -11,8 +11,9 @@ outside the timer):
   corpus   the total time over every function of the conformance corpus's
            benchmarks and of ours, and the time per instruction.
 
-`--baseline REV` also times bril/typecheck.py as it is at git revision REV
-(loaded beside the current one), for before/after figures from the same run.
+`--baseline REV` also times the analysis as it is at git revision REV (loaded
+beside the current one; bril/analysis/typecheck.py, or bril/typecheck.py in
+revisions before the stage folders), for before/after figures from the same run.
 
 Examples:
   python benchmarks/bench_infer.py
@@ -23,6 +24,7 @@ Examples:
 import argparse
 import importlib.util
 import math
+import re
 import subprocess
 import sys
 import time
@@ -34,23 +36,42 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT))
 import shapes  # noqa: E402
 
-from bril import typecheck  # noqa: E402
-from bril.blocks import build_blocks  # noqa: E402
+from bril.analysis import typecheck  # noqa: E402
+from bril.analysis.blocks import build_blocks  # noqa: E402
 
 CORPUS = ROOT.parent / "shared" / "conformance" / "benchmarks"
 
 
 def load_revision(rev):
-    """bril/typecheck.py at git revision `rev`, as module bril._typecheck_<rev>."""
-    text = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:bril/typecheck.py"],
-                          check=True, capture_output=True, text=True).stdout
-    name = "bril._typecheck_" + "".join(c if c.isalnum() else "_" for c in rev)
+    """The analysis at git revision `rev`, as module bril.analysis._typecheck_<rev>."""
+    for path in ("bril/analysis/typecheck.py", "bril/typecheck.py"):
+        shown = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:{path}"],
+                               capture_output=True, text=True)
+        if shown.returncode == 0:
+            break
+    else:
+        raise SystemExit(f"error: no typecheck.py at revision {rev}")
+    text = shown.stdout
+    if path == "bril/typecheck.py":
+        # (its relative imports name modules of the flat layout: import them from
+        # where they live now)
+        text = re.sub(r"^(\s*from )\.(\w+)( import )", _now_at, text, flags=re.M)
+    name = "bril.analysis._typecheck_" + "".join(c if c.isalnum() else "_" for c in rev)
     spec = importlib.util.spec_from_loader(name, loader=None)
     mod = importlib.util.module_from_spec(spec)
-    mod.__package__ = "bril"
+    mod.__package__ = "bril.analysis"
     sys.modules[name] = mod
-    exec(compile(text, f"{rev}:bril/typecheck.py", "exec"), mod.__dict__)
+    exec(compile(text, f"{rev}:{path}", "exec"), mod.__dict__)
     return mod
+
+
+def _now_at(m):
+    """A flat-layout `from .X import` as the absolute import of X's module now."""
+    import bril
+    for sub in sorted(Path(bril.__file__).parent.iterdir()):
+        if (sub / f"{m.group(2)}.py").exists() and (sub / "__init__.py").exists():
+            return f"{m.group(1)}bril.{sub.name}.{m.group(2)}{m.group(3)}"
+    raise SystemExit(f"error: module {m.group(2)} of an old typecheck.py not found")
 
 
 def functions_of(prog):
@@ -73,7 +94,7 @@ def static_count(funcs):
 
 
 def corpus_programs():
-    from bril.text import parse_program
+    from bril.ir.text import parse_program
     files = sorted(CORPUS.rglob("*.bril")) + sorted(HERE.rglob("*.bril"))
     out = []
     for path in files:

@@ -7,7 +7,7 @@ the passes took.  Each program's output after optimization is checked against
 the output before (a `!` marks a difference, which would be a bug).  The last
 lines give the geometric mean of the after/before ratios per program group.
 
-By default the runs are in process with our interpreter (`bril.interp`);
+By default the runs are in process with our interpreter (`bril.interpreter.interp`);
 --interp CMD runs every program (original and optimized JSON) through an
 interpreter command instead, e.g. the reference one:
 
@@ -31,8 +31,8 @@ import harness
 
 
 def _in_process(prog, args):
-    from bril.errors import BrilError
-    from bril.interp import run
+    from bril.ir.errors import BrilError
+    from bril.interpreter.interp import run
     out = io.StringIO()
     try:
         count = run(prog, args, out=out)
@@ -66,7 +66,7 @@ def main(argv=None):
     opts = parser.parse_args(argv)
 
     from bril.passes import registry
-    from bril.text import parse_program
+    from bril.ir.text import parse_program
 
     names = opts.pipeline.split() if opts.pipeline else registry.O_PIPELINE
     bad = registry.unknown(names)
@@ -82,7 +82,7 @@ def main(argv=None):
     run = _external(opts.interp) if opts.interp else _in_process
 
     print(f"pipeline: {' '.join(names)}")
-    print(f"interpreter: {opts.interp or 'bril.interp (in process)'}")
+    print(f"interpreter: {opts.interp or 'bril.interpreter.interp (in process)'}")
     header = f"{'program':<40} {'before':>11} {'after':>11} {'ratio':>7} {'pass ms':>8}"
     summary = []
     wrong = 0

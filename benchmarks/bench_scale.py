@@ -125,7 +125,7 @@ class Case:
         self.dyn = shapes.expected(shape, size)[1]
         self.folder = Path(folder)
         self.json = json.dumps(self.prog).encode()
-        from bril.text import format_program
+        from bril.ir.printer import format_program
         self.text = format_program(self.prog).encode()
         self.json_path = self.folder / "prog.json"
         self.json_path.write_bytes(self.json)
@@ -147,7 +147,7 @@ def tool_runner(tool, case, cmds, timeout):
     def bril2txt():
         dt, r = run(cmds["bril2txt"], case.json, timeout)
         def check():
-            from bril.text import parse_program
+            from bril.ir.text import parse_program
             if parse_program(r.stdout.decode()) != case.prog:
                 raise Failure("!", "bril2txt: the text does not parse back to the program")
         return dt, check
@@ -211,7 +211,7 @@ def fmt_time(t):
 
 def main(argv=None):
     # `brili --jit` may leave a background process compiling for the next run
-    # (bril.jit_precompile); while timing, it would steal the CPU from the
+    # (bril.backend.jit_precompile); while timing, it would steal the CPU from the
     # measurements that follow, so it is off unless asked for.
     os.environ.setdefault("BRIL_JIT_PRECOMPILE", "0")
     # A code cache of this run's own: what earlier runs of these programs left

@@ -31,9 +31,10 @@ import sys
 import tempfile
 import time
 
-from bril.parse import build_parser
-from bril.program import load_program
-from bril.text import format_program, parse_program
+from bril.ir.parse import build_parser
+from bril.ir.program import load_program
+from bril.ir.printer import format_program
+from bril.ir.text import parse_program
 
 
 def generate(n_instrs, seed=1):

@@ -55,11 +55,11 @@ sys.path.insert(0, str(ROOT / "test"))
 from corpus import BENCHMARKS, CONFORMANCE, args_of, bril_files  # noqa: E402
 from harness import compile_bytecode, dyn_count  # noqa: E402
 
-from bril import interp  # noqa: E402
-from bril.errors import BrilError  # noqa: E402
+from bril.interpreter import interp  # noqa: E402
+from bril.ir.errors import BrilError  # noqa: E402
 from bril.passes.registry import optimize  # noqa: E402
-from bril.text import parse_program  # noqa: E402
-from bril.tracer import trace_program  # noqa: E402
+from bril.ir.text import parse_program  # noqa: E402
+from bril.tracing.tracer import trace_program  # noqa: E402
 
 _ALT = re.compile(r"^\s*#\s*ALT-ARGS:(.*)$", re.M)
 

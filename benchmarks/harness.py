@@ -34,12 +34,21 @@ def compile_bytecode():
     cannot write are left as they are."""
     import compileall
     import importlib
-    for name in ("bril", "bril.cli", "bril.passes"):
+    import bril
+    names = ["bril", "bril.cli", "bril.passes"]
+    # (the stage subpackages: listed by the package, so none is skipped)
+    names += [f"bril.{sub.name}" for sub in _subpackages(os.path.dirname(bril.__file__))]
+    for name in names:
         try:
             folder = os.path.dirname(importlib.import_module(name).__file__)
         except ImportError:
             continue
         compileall.compile_dir(folder, maxlevels=0, quiet=2)
+
+
+def _subpackages(folder):
+    return [e for e in os.scandir(folder)
+            if e.is_dir() and os.path.exists(os.path.join(e.path, "__init__.py"))]
 
 
 def dyn_count(text):

@@ -8,8 +8,8 @@ import sys
 import click
 
 from bril.cli import PLUGIN_HELP
-from bril.errors import run_click
-from bril.errors import BrilError
+from bril.ir.errors import run_click
+from bril.ir.errors import BrilError
 
 RENDER_TIMEOUT = 300        # seconds; Graphviz can be slow on very large graphs
 
@@ -33,8 +33,8 @@ def bril2dot(report_path, svg_path, png_path, max_lines, func):
     `brili --trace` are filled blue (resume points yellow, the original header
     code grey) and guard failures are dashed red edges.
     """
-    from bril.dot import program_to_dot
-    from bril.program import load_program
+    from bril.tools.dot import program_to_dot
+    from bril.ir.program import load_program
 
     report = _read_report(report_path) if report_path else None
     renders = [(fmt, path) for fmt, path in (("svg", svg_path), ("png", png_path)) if path]

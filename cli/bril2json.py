@@ -5,7 +5,7 @@ import sys
 import click
 
 from bril.cli import PLUGIN_HELP
-from bril.errors import run_click
+from bril.ir.errors import run_click
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]},
@@ -18,8 +18,8 @@ def bril2json(positions):
 
     A syntax error is one line, `error: ROW:COL: ...`, with exit code 2.
     """
-    from bril.printer import program_json
-    from bril.text import parse_program
+    from bril.ir.printer import program_json
+    from bril.ir.text import parse_program
 
     prog = parse_program(sys.stdin.buffer.read(), positions=positions)
     # The reference tool's layout: two-space indent, sorted keys (program_json

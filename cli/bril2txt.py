@@ -5,7 +5,7 @@ import sys
 import click
 
 from bril.cli import PLUGIN_HELP
-from bril.errors import run_click
+from bril.ir.errors import run_click
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]},
@@ -16,8 +16,8 @@ def bril2txt():
     Malformed JSON or an unknown op is one line, `error: ...`, with exit code 2.
     """
     # Neither module imports lark: printing needs no parser.
-    from bril.program import load_program
-    from bril.text import format_program
+    from bril.ir.program import load_program
+    from bril.ir.printer import format_program
 
     prog = load_program(sys.stdin.buffer.read())
     sys.stdout.buffer.write(format_program(prog).encode("utf-8"))

@@ -5,7 +5,7 @@ import sys
 import click
 
 from bril.cli import PLUGIN_HELP
-from bril.errors import run_click
+from bril.ir.errors import run_click
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]},
@@ -26,7 +26,7 @@ def bril_bench(config_path, files, jobs, plot_path):
     `extract` finds in the last command's output, or `incorrect` (stdout differs
     from the first run's), `timeout` or `missing` (no match).
     """
-    from bril import bench
+    from bril.tools import bench
 
     config = bench.load_config(config_path)
     paths = bench.benchmark_files(config, files)

@@ -2,7 +2,7 @@
 
     bril-check [-f FILE | --text] [FILE]
 
-The rules are `bril.rules`, the ones every tool's load-time check applies
+The rules are `bril.ir.rules`, the ones every tool's load-time check applies
 (`brili`, `bril-opt`... stop at the first shape problem; this reports them all,
 and the type rules too).  Arguments are parsed by hand and lark is imported only
 for Bril text, so a check costs little more than reading the JSON.
@@ -33,7 +33,7 @@ through it, e.g. `bril2json < p.bril | bril-opt --load mypass.py dse | bril-chec
 
 
 def parse_args(argv):
-    from bril.errors import BrilError
+    from bril.ir.errors import BrilError
     opts = {"file": None, "text": False, "name": None, "help": False}
     i = 0
     while i < len(argv):
@@ -59,9 +59,9 @@ def parse_args(argv):
 
 def read(opts):
     """(program or None, list of problems found while reading it)."""
-    from bril.errors import BrilError
-    from bril.program import parse_json, read_bytes
-    from bril.rules import Problem
+    from bril.ir.errors import BrilError
+    from bril.ir.program import parse_json, read_bytes
+    from bril.ir.rules import Problem
     file = opts["file"]
     data = read_bytes(file) if file is not None else sys.stdin.buffer.read()
     as_text = opts["text"] or (file is not None and not file.endswith(".json"))
@@ -70,7 +70,7 @@ def read(opts):
     except UnicodeDecodeError as e:
         raise BrilError(f"input is not UTF-8 text ({e.reason} at byte {e.start})")
     if as_text:
-        from bril.text import parse_program
+        from bril.ir.text import parse_program
         try:
             return parse_program(text, positions=True), []
         except BrilError as e:
@@ -100,7 +100,7 @@ def _body(argv):
         return 0
     prog, problems = read(opts)
     if prog is not None:
-        from bril.rules import problems as check
+        from bril.ir.rules import problems as check
         problems = check(prog)
     name = opts["name"] or opts["file"] or "-"
     if problems:
@@ -110,7 +110,7 @@ def _body(argv):
 
 
 def main(argv=None):
-    from bril.errors import run_main
+    from bril.ir.errors import run_main
     run_main(lambda: _body(sys.argv[1:] if argv is None else argv))
 
 

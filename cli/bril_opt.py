@@ -45,18 +45,18 @@ def bril_opt(optimize, loads, list_passes, passes):
     names = (["O"] if optimize else []) + list(passes)
     names += [name for _, name in loads if name not in passes]
     pipeline = registry.resolve_all(names)      # every spec resolved before any runs
-    from bril.program import load_program
+    from bril.ir.program import load_program
 
     prog = load_program(sys.stdin.buffer.read())
     prog = registry.run_pipeline(prog, pipeline)
-    from bril.printer import program_json
+    from bril.ir.printer import program_json
     sys.stdout.write(program_json(prog) + "\n")        # json.dumps(indent=2, sort_keys), faster
     return 0
 
 
 def main():
     from bril.cli import no_cycle_collection
-    from bril.errors import run_click
+    from bril.ir.errors import run_click
     with no_cycle_collection():
         run_click(bril_opt)
 

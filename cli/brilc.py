@@ -4,7 +4,7 @@
 
 Reads the program as JSON from standard input (or FILE: `.bril` text or `.json`)
 and writes, by default, an executable linked with the run-time library
-(bril/runtime/brilrt.c, compiled once with the system C compiler and cached).
+(bril/native_runtime/brilrt.c, compiled once with the system C compiler and cached).
 The executable takes @main's arguments on its command line, prints exactly
 as `brili` does, fails with `error: ...` and exit status 2 where `brili`
 would, and with `-p` prints `total_dyn_inst: N` on stderr.
@@ -27,7 +27,7 @@ options:
                 its suffix; `-c`: OUT.o; `--emit-llvm`: standard output)
   --emit-llvm   write LLVM IR text (optimised at the -O level) instead
   -c            write an object file instead (link it with the run-time library,
-                the object `python -m bril.nativert` prints the path of)
+                the object `python -m bril.native_runtime.nativert` prints the path of)
   -O LEVEL      optimisation level 0-3 (default 2)
   --no-count    leave out the dynamic instruction count (the executable then
                 refuses -p); slightly faster code
@@ -44,7 +44,7 @@ group (also in brili --trace --trace-pass SPEC and bril-bench runs).
 
 
 def _parser():
-    from bril.errors import BrilError
+    from bril.ir.errors import BrilError
 
     class Parser(argparse.ArgumentParser):
         def error(self, message):        # one line, exit 2, as every tool here
@@ -66,7 +66,7 @@ def _parser():
 
 def read_program(file, text):
     """(program dict, filename or None) from FILE or standard input."""
-    from bril.program import read_program as read
+    from bril.ir.program import read_program as read
     return read(file, text)
 
 
@@ -80,7 +80,7 @@ def default_output(opts):
 
 
 def _body(argv):
-    from bril.errors import BrilError
+    from bril.ir.errors import BrilError
     opts = _parser().parse_args(argv)
     if opts.help:
         sys.stdout.write(USAGE)
@@ -95,7 +95,7 @@ def _body(argv):
 
 def _compile(opts):
     prog, filename = read_program(opts.file, opts.text)
-    from bril import llvm_lower, native
+    from bril.backend import llvm_lower, native
     base_dir = os.path.dirname(os.path.abspath(filename)) if filename else None
     module = llvm_lower.lower_program(prog, base_dir=base_dir, lib_dirs=opts.lib_dirs,
                                       filename=filename, count=not opts.no_count)
@@ -118,7 +118,7 @@ def _compile(opts):
 
 def _deepest_loop_nest(prog):
     """The deepest nesting of loops in any function of the program (linear time)."""
-    from bril.cfg import CFG, LoopForest
+    from bril.analysis.cfg import CFG, LoopForest
     deepest = 0
     for func in prog.get("functions", ()):
         if not any(i.get("op") in ("jmp", "br") for i in func.get("instrs", ())):
@@ -133,7 +133,7 @@ def _deepest_loop_nest(prog):
 
 
 def _write(path, data):
-    from bril.errors import BrilError
+    from bril.ir.errors import BrilError
     try:
         with open(path, "wb") as fh:
             fh.write(data)
@@ -142,7 +142,7 @@ def _write(path, data):
 
 
 def main(argv=None):
-    from bril.errors import run_main
+    from bril.ir.errors import run_main
     from bril.cli import no_cycle_collection
     argv = sys.argv[1:] if argv is None else argv
     with no_cycle_collection():

@@ -151,7 +151,7 @@ _FLAGS = {
 
 
 def _hot(text):
-    from bril.errors import BrilError
+    from bril.ir.errors import BrilError
     n = int(text) if text.isdigit() else 0
     if n < 1:
         raise BrilError(f"--hot needs a positive whole number; got {text}")
@@ -159,7 +159,7 @@ def _hot(text):
 
 
 def _tier(text):
-    from bril.errors import BrilError
+    from bril.ir.errors import BrilError
     if text not in ("auto", "cold", "fast"):
         raise BrilError(f"--tier must be auto, cold or fast; got {text}")
     return text
@@ -171,7 +171,7 @@ _VALUED = {"-f": ("file", str), "--trace": ("trace", str), "--trace-report": ("t
 
 
 def parse_args(argv):
-    from bril.errors import BrilError
+    from bril.ir.errors import BrilError
     opts = _Options()
     i = 0
     while i < len(argv):
@@ -218,15 +218,15 @@ def parse_args(argv):
 
 
 def _read_program(opts):
-    from bril.program import read_program
+    from bril.ir.program import read_program
     return read_program(opts.file, opts.text, load_json=_load_json)
 
 
 def _load_json(data):
     """Parse and check a JSON program.  An unknown opcode is not rejected here: as
     in the reference, it is an error only when it runs."""
-    from bril.errors import BrilError
-    from bril.program import load_program
+    from bril.ir.errors import BrilError
+    from bril.ir.program import load_program
     try:
         return load_program(data)
     except BrilError as e:
@@ -265,8 +265,8 @@ def _run_program(prog, filename, opts):
         os.environ["BRIL_DUMP_PY"] = "1"
         if opts.tier is None:
             opts.tier = "fast"
-    from bril.interp import run
-    from bril.program import may_run_long
+    from bril.interpreter.interp import run
+    from bril.ir.program import may_run_long
     base_dir = os.path.dirname(os.path.abspath(filename)) if filename else None
     out = _program_output()
     if opts.trace is not None and not prog.get("imports"):
@@ -287,14 +287,14 @@ def _run_program(prog, filename, opts):
 
 
 def _code_cache(opts):
-    from bril.codecache import CodeCache, enabled_by_environment
+    from bril.cache.codecache import CodeCache, enabled_by_environment
     if not opts.cache or not enabled_by_environment():
         return None
     return CodeCache()
 
 
 def _cache_command(command):
-    from bril.codecache import CodeCache
+    from bril.cache.codecache import CodeCache
     cache = CodeCache()
     if command == "--cache-clear":
         removed = cache.clear()
@@ -310,7 +310,7 @@ def _cache_command(command):
 
 def _trace(prog, opts, out):
     """`--trace`: run once recording, write the traced program (and report)."""
-    from bril.tracer import report, report_text, trace_program
+    from bril.tracing.tracer import report, report_text, trace_program
     passes = []
     if opts.trace_passes or opts.loads:
         from bril.passes import registry     # (only when plug-ins are asked for)
@@ -338,25 +338,25 @@ def _trace(prog, opts, out):
 def _jit(prog, opts, out, base_dir, filename):
     """`--jit`: run with hot loops compiled to native code (and write the report,
     also when the program fails)."""
-    from bril.interp import run
+    from bril.interpreter.interp import run
     global _native_code_loaded
     _native_code_loaded = True
     cache = _code_cache(opts)
     if opts.hot or opts.jit_report is not None:
-        from bril import jit_policy
-        from bril.jit import Jit
+        from bril.backend import jit_policy
+        from bril.backend.jit import Jit
         jit = Jit(hot=opts.hot or jit_policy.DEFAULT_HOT, background=opts.jit_background,
                   cache=cache, pay_back=0 if opts.hot else jit_policy.PAY_BACK, shared_heap=None)
     else:
         # Sampled: the JIT comes in once the run lasts (or at once, with a profile).
-        from bril.jit_deferred import DeferredJit
+        from bril.backend.jit_deferred import DeferredJit
         jit = DeferredJit(cache, background=opts.jit_background, shared_heap=None)
     try:
         return run(prog, opts.args, out=out, base_dir=base_dir, lib_dirs=opts.lib_dirs,
                    filename=filename, jit=jit, cache=cache, tier=opts.tier or "auto")
     finally:
         if opts.jit_report is not None:
-            from bril.jit import report_text
+            from bril.backend.jit import report_text
             rep = jit.report()
             if opts.jit_report.endswith(".json"):
                 import json
@@ -368,13 +368,13 @@ def _jit(prog, opts, out, base_dir, filename):
 
 
 def _json_text(prog):
-    from bril.printer import program_json
+    from bril.ir.printer import program_json
     return program_json(prog, sort_keys=False) + "\n"
 
 
 def _write_atomically(path, text):
     """Write a whole file or nothing: a temporary file renamed into place."""
-    from bril.errors import BrilError
+    from bril.ir.errors import BrilError
     directory = os.path.dirname(os.path.abspath(path))
     tmp = None
     try:
@@ -427,7 +427,7 @@ _native_code_loaded = False
 
 
 def main(argv=None):
-    from bril.errors import run_main
+    from bril.ir.errors import run_main
     command = argv is None      # the console script (not a call from Python)
     argv = sys.argv[1:] if argv is None else argv
     try:

@@ -1,16 +1,16 @@
 """Dead-store elimination: drop assignments nobody reads (global liveness).
 
 An example pass (see README, "Writing a pass"): a function from a program to a
-program, built on `bril.cfg` (basic blocks) and `bril.dataflow` (liveness).
+program, built on `bril.analysis.cfg` (basic blocks) and `bril.analysis.dataflow` (liveness).
 
     bril2json < prog.bril | bril-opt --load examples/dead_stores.py dead_stores | brili
 """
 
 import copy
 
-from bril.cfg import CFG
-from bril.dataflow import live_after_each, liveness
-from bril.ops import OPS
+from bril.analysis.cfg import CFG
+from bril.analysis.dataflow import live_after_each, liveness
+from bril.ir.ops import OPS
 
 
 def removable(instr):

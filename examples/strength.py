@@ -1,6 +1,6 @@
 """Strength reduction: cheaper ops for multiplications and divisions by constants.
 
-An example pass (see README, "Writing a pass") over `bril.cfg`'s basic blocks:
+An example pass (see README, "Writing a pass") over `bril.analysis.cfg`'s basic blocks:
 within a block, it knows which variables hold int constants and rewrites
 
     mul x 0 -> const 0      mul x 1 -> id x      mul x 2 -> add x x
@@ -11,7 +11,7 @@ within a block, it knows which variables hold int constants and rewrites
 
 import copy
 
-from bril.cfg import CFG
+from bril.analysis.cfg import CFG
 
 
 def reduce_instr(instr, consts):

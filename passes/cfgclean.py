@@ -20,7 +20,7 @@ Functions with `phi` are left alone (its labels name predecessor blocks, which
 these rewrites change), as are functions with speculation.
 """
 
-from bril.cfg import CFG
+from bril.analysis.cfg import CFG
 from .safety import map_functions, SPEC_OPS, trusted_kinds, FunctionFacts
 
 DUPLICATE_LIMIT = 6     # instructions (terminator included) a block may have to be copied

@@ -19,12 +19,12 @@ declared type can hold the value in JSON); a `br` on a known condition becomes
 a `jmp`.  Blocks that become unreachable are left for `cfgclean`.
 """
 
-from bril import ops
-from bril.cfg import CFG
-from bril.dataflow import liveness_bits
-from bril.dominance import immediate_dominators, dominance_frontier, dominator_tree
+from bril.ir import ops
+from bril.analysis.cfg import CFG
+from bril.analysis.dataflow import liveness_bits
+from bril.analysis.dominance import immediate_dominators, dominance_frontier, dominator_tree
 from .safety import map_functions
-from bril.folding import const_of, fold, as_const_instr
+from bril.analysis.folding import const_of, fold, as_const_instr
 
 # The lattice of a value: None (no run reaches it yet), a Const, or VARIES.
 VARIES = "varies"

@@ -28,13 +28,13 @@ instruction just before the `ret`, and read nowhere else, is computed straight
 into the call's destination.
 
 Reusable pieces (the tracer inlines callee blocks the same way):
-`renaming`, `rename_instrs`, `inline_call`, `can_inline`, and from `bril.cfg`
+`renaming`, `rename_instrs`, `inline_call`, `can_inline`, and from `bril.analysis.cfg`
 `variable_names`, `label_names`, `NameSupply`.
 """
 
-from bril.cfg import CFG, NameSupply, label_names, variable_names
-from bril.dataflow import uses
-from bril import ops
+from bril.analysis.cfg import CFG, NameSupply, label_names, variable_names
+from bril.analysis.dataflow import uses
+from bril.ir import ops
 from .safety import SPEC_OPS, FunctionFacts, copy_program, ops_in, trusted_kinds, kind, well_formed
 
 INLINE_LIMIT = 60           # callee instructions

@@ -19,9 +19,9 @@ block (it would need an extra jump per iteration).  Functions with irreducible
 control flow, `phi` or speculation are left alone.
 """
 
-from bril.cfg import CFG, Block, LoopForest, natural_loops, is_reducible, fresh_name
-from bril.dataflow import liveness, defined_vars, uses
-from bril.dominance import Dominance
+from bril.analysis.cfg import CFG, Block, LoopForest, natural_loops, is_reducible, fresh_name
+from bril.analysis.dataflow import liveness, defined_vars, uses
+from bril.analysis.dominance import Dominance
 from .safety import map_functions, SPEC_OPS, FunctionFacts
 
 

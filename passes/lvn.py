@@ -4,7 +4,7 @@ Within each basic block, every value gets a number; an expression whose
 (op, operand numbers) was computed before, and is still held by some variable,
 becomes a copy of that variable; arguments are replaced by the first variable
 holding their value (copy propagation); commutative ops sort their operands;
-ops on constant operands fold to `const` through `bril.folding` (never when
+ops on constant operands fold to `const` through `bril.analysis.folding` (never when
 evaluation raises: a division by zero stays to fail at run time).
 
 Only ops with a Python meaning in the op table are numbered (they are
@@ -20,11 +20,11 @@ names the shadow variable it reads).
 traces.
 """
 
-from bril import ops
-from bril.cfg import CFG, NameSupply, variable_names
-from bril.numbering import ValueNumbers
+from bril.ir import ops
+from bril.analysis.cfg import CFG, NameSupply, variable_names
+from bril.analysis.numbering import ValueNumbers
 from .safety import map_functions, SPEC_OPS
-from bril.folding import const_of, fold, as_const_instr
+from bril.analysis.folding import const_of, fold, as_const_instr
 
 # Ops whose run-time error message names their operand variable
 # ("Pointer p points to uninitialized data"): their operands keep their names.

@@ -13,15 +13,15 @@ mutates its input.  Besides the built-in passes, a pass is named by a *spec*
     O                    the whole `-O` pipeline (also `-O`)
 
 Plug-ins run under `run_pass`: an exception, or a result that is not a Bril
-program (bril.rules finds a shape problem, or it is not JSON data), becomes one
+program (bril.ir.rules finds a shape problem, or it is not JSON data), becomes one
 `error: pass NAME ...` line.  The plug-in machinery (importlib, entry points)
 is imported only when a spec needs it.
 """
 
 import sys
 
-from bril.errors import BrilError
-from bril.record import Record
+from bril.ir.errors import BrilError
+from bril.ir.record import Record
 
 
 class Pass(Record):
@@ -172,7 +172,7 @@ def malformed(prog):
     """Why `prog` is not a Bril program a pass may return, or None."""
     if not isinstance(prog, dict):
         return f"returned {type(prog).__name__}, not a program"
-    from bril.rules import shape_problems
+    from bril.ir.rules import shape_problems
     problems = shape_problems(prog)
     if problems:
         return f"returned a malformed program: {problems[0].text()}"

@@ -21,9 +21,9 @@ none of the analyses model.
 import contextvars
 import copy
 
-from bril import ops
-from bril.dataflow import defined_vars, defined_before_each, dest, uses
-from bril.folding import const_of
+from bril.ir import ops
+from bril.analysis.dataflow import defined_vars, defined_before_each, dest, uses
+from bril.analysis.folding import const_of
 
 SPEC_OPS = ops.SPECULATION_OPS
 

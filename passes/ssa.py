@@ -21,9 +21,9 @@ problem").  Then s' is merged into s wherever the two never hold different
 values at the same time (a liveness check), which deletes the `get` copies.
 """
 
-from bril.cfg import CFG, Block, NameSupply, fresh_name, variable_names
-from bril.dataflow import liveness, live_after_each
-from bril.dominance import immediate_dominators, dominator_tree, dominance_frontier
+from bril.analysis.cfg import CFG, Block, NameSupply, fresh_name, variable_names
+from bril.analysis.dataflow import liveness, live_after_each
+from bril.analysis.dominance import immediate_dominators, dominator_tree, dominance_frontier
 from .safety import map_functions, SPEC_OPS, arg_names
 
 

@@ -10,8 +10,8 @@ function reads.  Repeats until nothing changes.
 (and the tracer, on straight-line code) reuse.
 """
 
-from bril.cfg import CFG
-from bril.dataflow import liveness_bits, dest, uses
+from bril.analysis.cfg import CFG
+from bril.analysis.dataflow import liveness_bits, dest, uses
 from .safety import FunctionFacts, map_functions
 
 

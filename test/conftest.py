@@ -4,7 +4,7 @@ precompiler ask for it with BRIL_JIT_PRECOMPILE=wait).
 
 The tracer charges nothing for the code a trace adds (BRIL_TRACE_GROWTH_PRICE=0):
 the tests exercise traces on runs far too short for any to pay its growth at the
-default price (`bril.trace_cost.GROWTH_PRICE`); the tests of the price set it, and
+default price (`bril.tracing.trace_cost.GROWTH_PRICE`); the tests of the price set it, and
 the turnt snapshots of traced programs are taken at the default, as users run it."""
 
 import atexit

@@ -3,7 +3,7 @@
 Every engine we build (the fast interpreter, later the tracer and the JIT)
 must agree with this one on generated programs.  It is written for
 obviousness, not speed: a dict of variables per call, one `if` per op kind,
-the meaning of every pure op taken from `bril.ops.evaluate` (the one table of
+the meaning of every pure op taken from `bril.ir.ops.evaluate` (the one table of
 op semantics), and the reference interpreter's error messages.
 
 Semantics follow the project's decisions (team brief / DESIGN-NOTES), not the
@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Context, Decimal
 import math
 
-from bril.errors import BrilError
-from bril.ops import OPS, evaluate, wrap64
+from bril.ir.errors import BrilError
+from bril.ir.ops import OPS, evaluate, wrap64
 
 
 @dataclass

@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 
 from hypothesis import strategies as st
 
-from bril.ops import INT_MAX, INT_MIN
+from bril.ir.ops import INT_MAX, INT_MIN
 
 BASE_TYPES = ("int", "bool", "float", "char")
 

@@ -1,4 +1,4 @@
-"""Ahead-of-time native code (`brilc`: bril.llvm_lower, bril.native, brilrt.c).
+"""Ahead-of-time native code (`brilc`: bril.backend.llvm_lower, bril.backend.native, brilrt.c).
 
 1. The conformance corpus and our benchmarks: every program is compiled to an
    executable, which must print exactly the expected output (and, for the
@@ -6,14 +6,14 @@
    status 2 and the expected message.  Programs using what brilc does not
    support are listed in UNSUPPORTED with the reason brilc must give.
 2. Tricky ops and run-time behaviour, compared with the interpreter
-   (`bril.interp`, in process) on the same program and arguments: division
+   (`bril.interpreter.interp`, in process) on the same program and arguments: division
    by zero, INT_MIN / -1, wrap-around, float printing (-0.0, 1e21, NaN,
    Infinity, exact ties, thousands of generated values), chars beyond ASCII,
    heap errors, speculation, undefined variables, @main arguments, recursion,
    `any` values (test/dynamic_programs.py); and random well-typed programs
    (test/strategies.py).
 3. The `brilc` command itself (subprocesses), the op table's coverage, and
-   the in-process JIT of bril.native.
+   the in-process JIT of bril.backend.native.
 
 All executables are built once, in a module-scoped fixture, in parallel
 threads (LLVM and the linker release the GIL).
@@ -34,13 +34,14 @@ import strategies
 from corpus import BENCHMARKS, args_of, bril_files, case_id
 from test_speculation import EXPECTED as RESTORES_EXPECTED, RESTORES
 from dynamic_programs import DYNAMIC_LOOP, DYNAMIC_LOOP_ERRORS, DYNAMIC_MODES, DYNAMIC_UNITS
-from bril import native
-from bril.errors import BrilError
-from bril.interp import run
-from bril.ops import OPS
-from bril.text import parse_program
+from bril.backend import native
+from bril.native_runtime import nativert
+from bril.ir.errors import BrilError
+from bril.interpreter.interp import run
+from bril.ir.ops import OPS
+from bril.ir.text import parse_program
 
-pytestmark = pytest.mark.skipif(native.c_compiler() is None,
+pytestmark = pytest.mark.skipif(nativert.c_compiler() is None,
                                 reason="no C compiler (cc, gcc or clang) to link executables")
 
 INT_MAX = (1 << 63) - 1
@@ -56,7 +57,7 @@ class Built:
 
 
 def build(prog, exe, base_dir=None, lib_dirs=(), filename=None):
-    from bril import llvm_lower
+    from bril.backend import llvm_lower
     try:
         module = llvm_lower.lower_program(prog, base_dir=base_dir, lib_dirs=lib_dirs,
                                           filename=filename)
@@ -649,7 +650,7 @@ UNIT.update({name: src for name, (src, _) in DYNAMIC_MODES.items()})
 UNIT.update(DYNAMIC_UNITS)
 # A ptr<float> stored in a ptr<any> cell and loaded as a ptr<int>: the interpreter goes
 # on (reading the float region), native code lays cells out by the pointer's type and
-# stops (bril.messages.ANY_POINTER).
+# stops (bril.ir.messages.ANY_POINTER).
 # A function without a return type that returns a value on one path: what the
 # caller does with the result decides the error (it is returned as an `any` value).
 UNIT["void_returns_a_value"] = """
@@ -703,7 +704,7 @@ UNIT["any_pointer_of_another_type"] = """
 def built(tmp_path_factory):
     """{case id or UNIT name: Built}, compiled in parallel."""
     out = tmp_path_factory.mktemp("aot")
-    native.runtime_object()     # compile the run-time library once, before the threads
+    nativert.runtime_object()     # compile the run-time library once, before the threads
     with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
         futures = {}
         for i, (cid, path, _args, libs) in enumerate(CORPUS):
@@ -915,7 +916,7 @@ def test_any_values_at_the_edges(built, name):
 
 
 def test_a_pointer_of_another_type_held_as_any_is_refused_when_used(built):
-    from bril import messages as M
+    from bril.ir import messages as M
     got = run_native(built["any_pointer_of_another_type"])
     assert got.stdout == "1\n"
     assert (got.returncode, got.stderr) == (
@@ -1026,7 +1027,7 @@ def test_random_programs_behave_as_in_the_interpreter(tmp_path_factory, case):
 # --- 3. brilc, the op table, the JIT ---------------------------------------------------------
 
 def test_every_op_is_lowered_or_declared_unsupported():
-    from bril.llvm_lower import LOWER, UNSUPPORTED as NOT_LOWERED
+    from bril.backend.llvm_lower import LOWER, UNSUPPORTED as NOT_LOWERED
     assert set(LOWER) | set(NOT_LOWERED) == set(OPS)
     assert not set(LOWER) & set(NOT_LOWERED)
 

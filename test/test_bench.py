@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from bril import bench
-from bril.errors import BrilError
-from bril.interp import run_capture
-from bril.text import parse_program
+from bril.tools import bench
+from bril.ir.errors import BrilError
+from bril.interpreter.interp import run_capture
+from bril.ir.text import parse_program
 
 BIN = str(Path(sys.executable).parent)
 # Pipelines call our console scripts: find the ones installed next to this Python.

@@ -104,8 +104,8 @@ def test_program_has_args_and_snapshots(path):
 
 @pytest.mark.parametrize("path", PROGRAMS, ids=_id)
 def test_alt_args_input_runs_and_frees_memory(path):
-    from bril.interp import run_capture
-    from bril.text import parse_program
+    from bril.interpreter.interp import run_capture
+    from bril.ir.text import parse_program
 
     prog = parse_program(path.read_text())
     # run_capture raises BrilError on any run-time error, including the

@@ -14,7 +14,7 @@ import sys
 import pytest
 
 from corpus import CONFORMANCE, args_of
-from bril.text import parse_program
+from bril.ir.text import parse_program
 
 BRILI = [sys.executable, "-m", "bril.cli.brili"]
 BRIL2JSON = [sys.executable, "-m", "bril.cli.bril2json"]
@@ -172,7 +172,7 @@ def test_jit_leaves_a_program_that_cannot_get_hot_to_the_interpreter(tmp_path):
     code = ("import sys\n"
             "from bril.cli import brili\n"
             "try:\n    brili.main(['--jit', '-p', '5'])\nexcept SystemExit:\n    pass\n"
-            "print('bril.jit' in sys.modules, file=sys.stderr)\n")
+            "print('bril.backend.jit' in sys.modules, file=sys.stderr)\n")
     env = dict(os.environ, BRIL_CACHE_DIR=str(tmp_path))
     proc = subprocess.run([sys.executable, "-c", code], input=json.dumps(ADD_ONE).encode(),
                           capture_output=True, timeout=120, env=env)
@@ -188,7 +188,7 @@ def test_jit_leaves_a_program_that_cannot_get_hot_to_the_interpreter(tmp_path):
     ("@main { call @f; } @f { }", True),                             # may recurse
 ])
 def test_may_run_long(text, expected):
-    from bril.program import may_run_long
+    from bril.ir.program import may_run_long
     assert may_run_long(parse_program(text)) is expected
 
 

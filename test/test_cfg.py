@@ -1,11 +1,11 @@
 """CFG construction, dominance and dataflow analyses on small programs."""
 
-from bril.cfg import CFG, back_edges, is_reducible, natural_loops, form_blocks
-from bril.dataflow import (ALL, defined_vars, liveness, live_after_each,
-                           reaching_definitions, uses)
-from bril.dominance import (Dominance, dominance_frontier, dominator_tree, dominators,
-                            immediate_dominators)
-from bril.text import parse_program
+from bril.analysis.cfg import CFG, back_edges, is_reducible, natural_loops, form_blocks
+from bril.analysis.dataflow import (ALL, defined_vars, liveness, live_after_each,
+                                    reaching_definitions, uses)
+from bril.analysis.dominance import (Dominance, dominance_frontier, dominator_tree, dominators,
+                                     immediate_dominators)
+from bril.ir.text import parse_program
 
 # entry -> head; head -> body | done; body -> then | else; then/else -> latch -> head
 LOOP = """@main(n: int) {
@@ -185,7 +185,7 @@ def test_natural_loops_from_the_forest_match_listed_loops():
     exactly the blocks a backward walk from the latches finds (sibling loops,
     nests and loops sharing nothing included)."""
     import random
-    from bril.cfg import Graph, natural_loops, _listed_loops
+    from bril.analysis.cfg import Graph, natural_loops, _listed_loops
     rng = random.Random(7)
     checked = 0
     for _ in range(400):

@@ -1,11 +1,11 @@
-"""`bril-check` and the rules it shares with every tool's load-time check (`bril.rules`).
+"""`bril-check` and the rules it shares with every tool's load-time check (`bril.ir.rules`).
 
 * The conformance corpus's `test/check` programs: exactly the reference checker's
   messages, in its order.
 * Every conformance program that runs (interp, benchmarks, linking) checks clean;
   the `interp-error` programs whose errors are static are reported without running,
   the others (errors only a run finds) check clean.
-* Agreement with the engines' load-time check (`bril.program.check_program`,
+* Agreement with the engines' load-time check (`bril.ir.program.check_program`,
   which `brili` applies): over the corpus and the property generator's programs,
   a program passes the load check exactly when `bril-check` finds no shape problem,
   and every generated (well-typed, running) program checks clean; an operand of the
@@ -26,11 +26,11 @@ from hypothesis import HealthCheck, assume, given, settings, strategies as st
 import strategies
 from corpus import CONFORMANCE, bril_files, case_id
 
-from bril.errors import BrilError
-from bril.ops import OPS
-from bril.program import check_program
-from bril.rules import problems, shape_problems
-from bril.text import parse_program
+from bril.ir.errors import BrilError
+from bril.ir.ops import OPS
+from bril.ir.program import check_program
+from bril.ir.rules import problems, shape_problems
+from bril.ir.text import parse_program
 
 CHECK = CONFORMANCE / "test" / "check"
 RUNS = bril_files("test", "interp") + bril_files("benchmarks") + bril_files("test", "linking")
@@ -203,7 +203,7 @@ def test_injected_type_errors_are_found_and_brili_agrees(case, data):
     """An operand of the wrong type put into a well-typed program: bril-check reports
     it, and brili, if it runs that instruction, stops with a type error there (and
     never with a type error the checker did not see)."""
-    from bril.interp import run_capture
+    from bril.interpreter.interp import run_capture
     prog = copy.deepcopy(case.prog)
     sites = []
     for func in prog["functions"]:

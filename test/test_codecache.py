@@ -19,11 +19,11 @@ import sys
 
 import pytest
 
-from bril.codecache import CodeCache, compiled_code
-from bril.codekeys import function_key
-from bril.interp import run
-from bril.linker import link
-from bril.text import parse_program
+from bril.cache.codecache import CodeCache, compiled_code
+from bril.cache.codekeys import function_key
+from bril.interpreter.interp import run
+from bril.ir.linker import link
+from bril.ir.text import parse_program
 
 BRILI = [sys.executable, "-m", "bril.cli.brili"]
 
@@ -84,8 +84,8 @@ def test_cached_code_is_taken_at_the_warm_budget(tmp_path, monkeypatch):
     # instructions per instruction, loading it from the cache a few: a function
     # whose code is cached is promoted at the lower budget, one whose code is
     # not runs on in the cold tier to the full one.
-    from bril import cold
-    from bril.interp import CompiledProgram
+    from bril.interpreter import cold
+    from bril.interpreter.interp import CompiledProgram
     entered = []
     original = CompiledProgram.osr_entry
 
@@ -251,7 +251,7 @@ def test_least_recently_used_entries_are_evicted(tmp_path):
 
 _WRITER = """
 import sys
-from bril.codecache import CodeCache, compiled_code
+from bril.cache.codecache import CodeCache, compiled_code
 cache = CodeCache(sys.argv[1])
 payload = sys.argv[2].encode() * 50000
 for _ in range(40):

@@ -14,10 +14,10 @@ import sys
 
 import pytest
 
-from bril import dot as bdot
-from bril.errors import BrilError
-from bril.interp import run_capture
-from bril.text import parse_program
+from bril.tools import dot as bdot
+from bril.ir.errors import BrilError
+from bril.interpreter.interp import run_capture
+from bril.ir.text import parse_program
 
 HAVE_DOT = shutil.which("dot") is not None
 needs_graphviz = pytest.mark.skipif(not HAVE_DOT, reason="Graphviz `dot` is not installed")

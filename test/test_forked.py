@@ -1,9 +1,9 @@
-"""`bril.forked` and its use by `brili --trace`: the original program runs in a
+"""`bril.tracing.forked` and its use by `brili --trace`: the original program runs in a
 child process while the tracer records `-O`, with the same output, count and
 errors as a run in the process itself.
 
 The checks run in fresh single-threaded interpreters (a pytest-xdist worker has
-threads of its own, where `bril.forked` rightly declines to fork).
+threads of its own, where `bril.tracing.forked` rightly declines to fork).
 """
 
 import json
@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from bril.text import parse_program
+from bril.ir.text import parse_program
 
 
 def _python(code):
@@ -25,7 +25,7 @@ def _python(code):
 def test_a_child_returns_its_value_or_none():
     out = _python("""
 import os
-from bril import forked
+from bril.tracing import forked
 assert forked.can_fork()
 c = forked.start(lambda: ("x" * 300000, os.getpid(), 2 ** 70, None, 1.5, ("\\ud800",)))
 text, pid, big, none, half, sur = c.result()
@@ -67,7 +67,8 @@ def test_trace_program_runs_the_original_in_a_child():
     prog = json.dumps(parse_program(LOOP % ""))
     out = _python(f"""
 import io, json
-from bril import forked, interp, tracer
+from bril.tracing import forked, tracer
+from bril.interpreter import interp
 started = []
 start = forked.start
 def counted(*a):

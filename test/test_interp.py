@@ -1,4 +1,4 @@
-"""The interpreter (`bril.interp`), in process.
+"""The interpreter (`bril.interpreter.interp`), in process.
 
 1. The whole conformance corpus: every `test/interp` program (exact stdout),
    every `test/interp-error` program (the reference's message, output before
@@ -17,10 +17,10 @@ import math
 import pytest
 
 from corpus import args_of, bril_files, case_id
-from bril.errors import BrilError
-from bril.interp import compile_program, run, run_capture
-from bril.text import parse_program
-from bril.values import format_float, parse_main_args
+from bril.ir.errors import BrilError
+from bril.interpreter.interp import compile_program, run, run_capture
+from bril.ir.text import parse_program
+from bril.ir.values import format_float, parse_main_args
 
 INT_MAX = (1 << 63) - 1
 INT_MIN = -(1 << 63)
@@ -209,7 +209,7 @@ def test_inner_abort_stays_in_the_outer_speculation():
 
 
 def test_abort_rolls_back_shadow_variables():
-    # Our choice (documented in bril.interp): `set` is rolled back like any
+    # Our choice (documented in bril.interpreter.interp): `set` is rolled back like any
     # variable; the reference keeps the speculative `set`.
     out, _ = run_text("""
     @main {
@@ -535,7 +535,7 @@ def test_a_function_can_be_entered_at_any_block():
 def test_results_do_not_depend_on_type_inference(monkeypatch):
     # With no worklist budget the analysis gives up and assumes nothing: every
     # operand is checked at run time.  Output, errors and counts must not change.
-    from bril import typecheck
+    from bril.analysis import typecheck
     src = """
     @sq(x: int): int { y: int = mul x x; ret y; }
     @main(n: int) {

@@ -1,5 +1,5 @@
-"""The interpreter's native heap (`bril.heap.NativeHeap`) and brilrt in process
-(`bril.native.runtime_library`), which the JIT shares the heap through.
+"""The interpreter's native heap (`bril.interpreter.heap.NativeHeap`) and brilrt in process
+(`bril.native_runtime.nativert.runtime_library`), which the JIT shares the heap through.
 
 1. Every conformance program that uses memory and that brilc accepts (statically
    typed: the native heap's domain), and our benchmarks/memory programs, run with
@@ -17,13 +17,14 @@ import io
 import pytest
 from corpus import BENCHMARKS, CONFORMANCE, args_of, case_id
 
-from bril import native
-from bril.errors import BrilError
-from bril.heap import NativeHeap
-from bril.interp import run
-from bril.text import parse_program
+from bril.backend import native
+from bril.native_runtime import nativert
+from bril.ir.errors import BrilError
+from bril.interpreter.heap import NativeHeap
+from bril.interpreter.interp import run
+from bril.ir.text import parse_program
 
-pytestmark = pytest.mark.skipif(native.c_compiler() is None,
+pytestmark = pytest.mark.skipif(nativert.c_compiler() is None,
                                 reason="no C compiler to build the run-time library")
 
 
@@ -51,7 +52,7 @@ def _memory_programs():
 
 
 def _statically_typed(path):
-    from bril.llvm_lower import lower_program
+    from bril.backend.llvm_lower import lower_program
     try:
         lower_program(load(path), base_dir=path.parent)
         return True
@@ -177,7 +178,7 @@ def test_ids_start_at_zero_in_every_run():
 
 
 def test_a_new_heap_releases_the_old_heaps_views():
-    rt = native.runtime_library()
+    rt = nativert.runtime_library()
     old = NativeHeap(rt)
     data, _, region = old.alloc(4, "int")
     NativeHeap(rt)
@@ -254,8 +255,8 @@ def _module():
 
 @pytest.fixture(scope="module")
 def compiled():
-    rt = native.runtime_library()
-    assert native.runtime_library() is rt           # loaded once per process
+    rt = nativert.runtime_library()
+    assert nativert.runtime_library() is rt           # loaded once per process
     jit = native.JIT()                              # (the code lives as long as the JIT)
     yield rt, jit.compile(_module())
     del jit
@@ -346,10 +347,10 @@ def test_python_alloc_errors_do_not_exit(compiled):
 
 
 def test_ffi_types_are_the_ones_ctypes_makes():
-    # bril.ffi makes them from _ctypes (importing ctypes costs a warm run 1.5 ms):
+    # bril.native_runtime.ffi makes them from _ctypes (importing ctypes costs a warm run 1.5 ms):
     # the same sizes here, and a C function called through them.
     import ctypes
-    from bril import ffi
+    from bril.native_runtime import ffi
     for name in ("c_int64", "c_int", "c_double", "c_void_p", "c_size_t", "c_ssize_t",
                  "c_char", "c_char_p", "py_object"):
         ours, theirs = getattr(ffi, name), getattr(ctypes, name)

@@ -5,7 +5,7 @@ for the extensions and error paths, the conformance `test/interp` and
 `test/interp-error` programs), every pass alone, the SSA round trip and the
 `-O` pipeline must leave stdout, the error (message included) and, for the
 passes that promise it, a dynamic instruction count no higher than before.
-Runs use our interpreter (`bril.interp`); each original runs once (cached).
+Runs use our interpreter (`bril.interpreter.interp`); each original runs once (cached).
 A pass result equal to its input is not run again: its behaviour is the
 original's by construction.
 
@@ -25,10 +25,10 @@ from pathlib import Path
 
 import pytest
 
-from bril.errors import BrilError
-from bril.interp import run
-from bril.program import check_program
-from bril.text import parse_program
+from bril.ir.errors import BrilError
+from bril.interpreter.interp import run
+from bril.ir.program import check_program
+from bril.ir.text import parse_program
 from bril.passes import registry
 from bril.passes.ssa import from_ssa, maybe_unassigned_variables, to_ssa
 from corpus import BENCHMARKS, CONFORMANCE, ROOT, args_of, bril_files, case_id, turnt_run
@@ -207,7 +207,7 @@ def test_constprop_keeps_constants_that_differ_only_on_dead_paths():
 def test_constprop_merges_only_where_variables_live():
     # A nest of n loops: each counter is merged at its own header, not at every
     # enclosing one (n^2 merges made -O quadratic on deep nests).
-    from bril.cfg import CFG
+    from bril.analysis.cfg import CFG
     from bril.passes.constprop import _Function
     n = 300
     lines = ["one: int = const 1;"]
@@ -323,7 +323,7 @@ def test_prune_drops_the_functions_main_never_reaches():
     module = parse_program(src.replace("@main", "@other"))
     assert registry.run_pipeline(module, ["prune"]) == module
     # The tracer's -O program: a callee inlined at every call is gone.
-    from bril.tracer import _optimized
+    from bril.tracing.tracer import _optimized
     inlined = _optimized(parse_program("""@main { x: int = const 2; y: int = call @sq x;
       print y; } @sq(x: int): int { r: int = mul x x; ret r; }"""))
     assert [f["name"] for f in inlined["functions"]] == ["main"]

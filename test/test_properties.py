@@ -40,9 +40,10 @@ from hypothesis.errors import InvalidArgument
 import simple_interp
 import strategies
 from corpus import args_of
-from bril.errors import BrilError
-from bril.program import check_program
-from bril.text import format_program, parse_program
+from bril.ir.errors import BrilError
+from bril.ir.program import check_program
+from bril.ir.printer import format_program
+from bril.ir.text import parse_program
 
 REGRESSIONS = Path(__file__).resolve().parent / "regressions"
 
@@ -83,7 +84,7 @@ def _outcome(run_fn):
 
 
 def _brili(prog, argv, **options):
-    from bril.interp import run
+    from bril.interpreter.interp import run
     return _outcome(lambda out: run(prog, list(argv), out=out, **options))
 
 
@@ -106,8 +107,8 @@ def _brili_eager(prog, argv):
 def _brili_jit(prog, argv):
     """`brili --jit` with loops compiled after a couple of visits (generated loops
     are short)."""
-    from bril.interp import run
-    from bril.jit import Jit
+    from bril.interpreter.interp import run
+    from bril.backend.jit import Jit
     if os.environ.get("BRIL_JIT_DEBUG_DUMP"):
         with open(os.environ["BRIL_JIT_DEBUG_DUMP"], "w") as fh:
             json.dump({"prog": prog, "argv": list(argv)}, fh)
@@ -132,7 +133,7 @@ TRACE_HOT = 2
 def _brili_trace(prog, argv):
     """`brili --trace`: the training run's Outcome, and the traced program
     (None when the training run failed)."""
-    from bril.tracer import trace_program
+    from bril.tracing.tracer import trace_program
     out = io.StringIO()
     try:
         result = trace_program(prog, list(argv), hot=TRACE_HOT, out=out)
@@ -359,7 +360,7 @@ def check_trace(tracer, prog, argv, other_argv):
 
 def _brili_checked(prog, argv):
     """`brili` in checking mode: a violated range fact is an internal error."""
-    from bril.interp import run
+    from bril.interpreter.interp import run
     return _outcome(lambda out: run(prog, list(argv), out=out, check_facts=True, tier="fast"))
 
 

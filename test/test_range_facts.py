@@ -1,4 +1,4 @@
-"""Integer range facts (`bril.typecheck`) and the checking mode that asserts them.
+"""Integer range facts (`bril.analysis.typecheck`) and the checking mode that asserts them.
 
 1. The checking mode (`BRIL_CHECK_FACTS=1`, `run(..., check_facts=True)`): off,
    the generated code has no extra line; on, every fact the code relies on is
@@ -19,11 +19,11 @@ import itertools
 import pytest
 
 import simple_interp
-from bril import codegen
-from bril import typecheck as tc
-from bril.errors import BrilError
-from bril.interp import compile_program, run
-from bril.text import parse_program
+from bril.interpreter import codegen
+from bril.analysis import typecheck as tc
+from bril.ir.errors import BrilError
+from bril.interpreter.interp import compile_program, run
+from bril.ir.text import parse_program
 
 INT_MAX = (1 << 63) - 1
 INT_MIN = -(1 << 63)

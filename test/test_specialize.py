@@ -1,4 +1,4 @@
-"""Value specialization (`brili --trace --trace-specialize`, `bril.specialize`).
+"""Value specialization (`brili --trace --trace-specialize`, `bril.tracing.specialize`).
 
 A hot loop that divides by a variable it never writes, seen holding one value
 at every entry the recording sampled, is copied with the value as a constant
@@ -13,15 +13,15 @@ import subprocess
 
 import pytest
 
-from bril import interp
-from bril.errors import BrilError
-from bril.jit import Jit
-from bril.specialize import invariant_values
-from bril.trace_record import VARIES, record_value
-from bril.text import parse_program
-from bril.tracelabels import MARK
-from bril.tracer import report, report_text, trace_program
-from bril.trace_record import Recorder
+from bril.interpreter import interp
+from bril.ir.errors import BrilError
+from bril.backend.jit import Jit
+from bril.tracing.specialize import invariant_values
+from bril.tracing.trace_record import VARIES, record_value
+from bril.ir.text import parse_program
+from bril.ir.tracelabels import MARK
+from bril.tracing.tracer import report, report_text, trace_program
+from bril.tracing.trace_record import Recorder
 
 from corpus import BENCHMARKS, alt_args_of, args_of, benchmark_cases
 
@@ -52,7 +52,7 @@ def outputs(prog, args):
 
 
 def native_output(prog, args, tmp_path):
-    from bril import llvm_lower, native
+    from bril.backend import llvm_lower, native
     exe = tmp_path / "prog"
     native.build_executable(llvm_lower.lower_program(prog), str(exe))
     done = subprocess.run([str(exe), "--"] + args, capture_output=True, timeout=120)
@@ -188,7 +188,7 @@ def test_specialized_programs_print_the_same(path):
 def test_the_jit_reads_the_constant_of_the_copy(monkeypatch):
     """A JIT region takes a variable the function assigns once, by a `const`, as
     that constant (LLVM folds the division), not as a live-in value."""
-    from bril import jit_lower
+    from bril.backend import jit_lower
     seen = []
     real = jit_lower.RegionLowering.__init__
 

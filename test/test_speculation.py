@@ -12,11 +12,11 @@ import io
 
 import pytest
 
-from bril import typecheck as tc
-from bril.blocks import build_blocks
-from bril.errors import BrilError
-from bril.interp import run
-from bril.text import parse_program
+from bril.analysis import typecheck as tc
+from bril.analysis.blocks import build_blocks
+from bril.ir.errors import BrilError
+from bril.interpreter.interp import run
+from bril.ir.text import parse_program
 
 # mode 0: x is read at the abort target (restored), d is not (written first);
 # mode 1: w is assigned in an inner speculation and read only at the outer
@@ -126,7 +126,7 @@ def test_the_snapshot_holds_what_abort_targets_read():
 
 
 def _jit():
-    from bril.jit import Jit
+    from bril.backend.jit import Jit
     return Jit(hot=1, hot_calls=1, background=False)
 
 

@@ -1,4 +1,4 @@
-"""The text format: `bril.text` in process, and the `bril2json`/`bril2txt` commands.
+"""The text format: `bril.ir.text` in process, and the `bril2json`/`bril2txt` commands.
 
 Corpus cases run in process (fast); a few subprocess tests check what users
 see from the real console scripts: stdin/stdout, `-p`, and one-line errors
@@ -13,8 +13,9 @@ import subprocess
 from hypothesis import HealthCheck, given, settings
 import pytest
 
-from bril.errors import BrilError
-from bril.text import format_program, parse_program
+from bril.ir.errors import BrilError
+from bril.ir.printer import format_program
+from bril.ir.text import parse_program
 from corpus import BENCHMARKS, CONFORMANCE, args_of, bril_files, case_id
 from strategies import programs
 

@@ -14,9 +14,9 @@ import io
 import pytest
 
 from corpus import BENCHMARKS, args_of, bril_files, case_id
-from bril.errors import BrilError
-from bril.interp import CompiledProgram, run
-from bril.text import parse_program
+from bril.ir.errors import BrilError
+from bril.interpreter.interp import CompiledProgram, run
+from bril.ir.text import parse_program
 
 PROGRAMS = (bril_files("test", "interp") + bril_files("test", "interp-error")
             + bril_files("benchmarks"))

@@ -8,13 +8,13 @@ line are also run on that other input, which the traces were not built from.
 
 import pytest
 
-from bril import interp
-from bril.cfg import CFG
-from bril.errors import BrilError
-from bril.text import parse_program
-from bril.trace_emit import count_ops
-from bril.tracelabels import MARK
-from bril.tracer import trace_program
+from bril.interpreter import interp
+from bril.analysis.cfg import CFG
+from bril.ir.errors import BrilError
+from bril.ir.text import parse_program
+from bril.tracing.trace_emit import count_ops
+from bril.ir.tracelabels import MARK
+from bril.tracing.tracer import trace_program
 
 from corpus import BENCHMARKS, CONFORMANCE, alt_args_of, args_of, bril_files, case_id
 
@@ -114,7 +114,7 @@ def _size(prog):
 
 def test_a_trace_must_pay_for_the_code_it_adds(monkeypatch):
     # (the other tests charge nothing for growth: see conftest.py)
-    from bril import trace_cost
+    from bril.tracing import trace_cost
     prog = _loop_program()
     free = trace_program(prog, ["500"])
     assert free.chains
@@ -125,14 +125,14 @@ def test_a_trace_must_pay_for_the_code_it_adds(monkeypatch):
     assert not short.chains and short.optimized and short.traced_count == short.base_count
     # A run long enough pays for a trace, but not for the longest unrolling
     # (with room to grow: this program is tiny, see the next test).
-    from bril import tracer
+    from bril.tracing import tracer
     monkeypatch.setattr(tracer, "GROWTH_LIMIT", 100)
     long = trace_program(prog, ["300000"])
     assert long.chains and long.traced_count < long.base_count
     for ch in long.chains:
         assert ch.worth > 0 and ch.gain > trace_cost.GROWTH_PRICE * ch.added > 0
     # Checked: what the traces saved on the training run pays for what was added.
-    from bril.tracer import _optimized, report
+    from bril.tracing.tracer import _optimized, report
     added = _size(long.program) - _size(_optimized(prog) if long.optimized else prog)
     assert long.growth_cost == trace_cost.GROWTH_PRICE * added > 0
     assert long.base_count - long.traced_count >= long.growth_cost
@@ -149,9 +149,9 @@ def test_the_checking_run_charges_the_price_again(monkeypatch):
     # its trace was estimated to save ~69,000 instructions and saved ~7,000 on
     # the checking run, less than the code it adds costs at the price: the
     # traces that do not pay on the checking run are dropped (-O alone).
-    from bril import trace_cost
-    from bril.trace_select import code_cost
-    from bril.tracer import splice
+    from bril.tracing import trace_cost
+    from bril.tracing.trace_select import code_cost
+    from bril.tracing.tracer import splice
     monkeypatch.setattr(trace_cost, "GROWTH_PRICE", trace_cost.DEFAULT_GROWTH_PRICE)
     prog = load(BENCHMARKS / "spec" / "state-machine.bril")
     args = ["40000", "36000", "11"]
@@ -178,7 +178,7 @@ def test_a_little_growth_is_free(monkeypatch):
     # code whose preparation costs at most 1% of the whole process on that input
     # (start-up included) is taken if it would pay on a run ten times as long.
     # (room to grow: the program is tiny, see the next test)
-    from bril import trace_cost, tracer
+    from bril.tracing import trace_cost, tracer
     monkeypatch.setattr(tracer, "GROWTH_LIMIT", 100)
     monkeypatch.setattr(trace_cost, "GROWTH_PRICE", trace_cost.DEFAULT_GROWTH_PRICE)
     prog = parse_program(SQUARES)
@@ -204,14 +204,14 @@ def test_a_traced_program_is_at_most_three_times_the_original(monkeypatch):
     # Priced by the instruction, a long enough run pays for any unrolling; the
     # code is still loaded (and compiled) by every run: at most GROWTH_LIMIT
     # times the original's instructions are added.
-    from bril import trace_cost, tracer
+    from bril.tracing import trace_cost, tracer
     monkeypatch.setattr(trace_cost, "GROWTH_PRICE", trace_cost.DEFAULT_GROWTH_PRICE)
     # (a function that runs once gives the loop room for one trace)
     body = "\n".join(f"  x{i}: int = add x{i - 1} x{i - 1};" for i in range(1, 40))
     prog = parse_program(SQUARES.replace("print s;", "print s;\n  r: int = call @once s;\n"
                                          "  print r;")
                          + "@once(x0: int): int {\n" + body + "\n  ret x39;\n}\n")
-    from bril import trace_select
+    from bril.tracing import trace_select
     built = []
     real = trace_select.build_candidate
     monkeypatch.setattr(trace_select, "build_candidate",
@@ -241,7 +241,7 @@ def test_a_pattern_taken_too_few_times_is_not_built(monkeypatch):
     # MIN_BODY_SHARE of that: a pattern taken no more than price * MIN_BODY_SHARE
     # passes cannot pay, and is not even built (building is most of choosing
     # traces on a short run).
-    from bril import trace_cost, trace_select
+    from bril.tracing import trace_cost, trace_select
     built = []
     real = trace_select.build_candidate
 
@@ -659,7 +659,7 @@ def test_inner_loop_trip_count_is_not_baked_into_the_outer_trace():
 
 
 def test_exit_states_are_compared_symbolically():
-    from bril.trace_exit import Symbols, SymbolicState
+    from bril.tracing.trace_exit import Symbols, SymbolicState
     syms = Symbols()
     a, b = SymbolicState(syms, {"one": 1}), SymbolicState(syms, {})
     # i + 1 + 1 (through a known constant) is i + 2; commutative operands match.
@@ -681,9 +681,9 @@ def test_exit_states_are_compared_symbolically():
 
 
 def test_exit_needs_every_earlier_branch_checked():
-    from bril.dataflow import liveness
-    from bril.trace_build import FunctionInfo, Item
-    from bril.trace_exit import Exits, variable_types
+    from bril.analysis.dataflow import liveness
+    from bril.tracing.trace_build import FunctionInfo, Item
+    from bril.tracing.trace_exit import Exits, variable_types
     func = parse_program(INVARIANT_BRANCH)["functions"][0]
     instrs = func["instrs"]
     site = {i["args"][0]: n for n, i in enumerate(instrs) if i.get("op") == "br"}
@@ -740,8 +740,8 @@ DOT = """
 
 def _recorded(text, args, optimize=True):
     import io
-    from bril.trace_record import Recorder
-    from bril.tracer import _optimized
+    from bril.tracing.trace_record import Recorder
+    from bril.tracing.tracer import _optimized
     prog = parse_program(text)
     base = _optimized(prog) if optimize else prog
     rec = Recorder({f["name"]: f for f in base["functions"]}, {}, hot=56)   # (the whole run)
@@ -764,10 +764,10 @@ def test_trip_count_tail_aborts_before_any_work(monkeypatch):
     # (`t < k - 4`), so leaving there costs only that test: the simulation
     # charges exactly that, not a pass's worth of work.  (The whole sequence
     # replayed: exact figures.)
-    from bril import trace_cost
-    from bril.trace_cost import FailPoint, simulate
+    from bril.tracing import trace_cost
+    from bril.tracing.trace_cost import FailPoint, simulate
     monkeypatch.setattr(trace_cost, "SIM_RUNS", 1 << 30)
-    from bril.trace_select import Chain, build_candidate
+    from bril.tracing.trace_select import Chain, build_candidate
     rec = _recorded(DOT, ["2000", "15"])
     st = rec.loops[("main", "dot_body")]       # -O rotates the loop
     c = build_candidate(rec.funcs, rec.infos, st, (0, 0, 0, 0), {}, 0)
@@ -797,9 +797,9 @@ def test_a_long_sequence_is_simulated_on_a_prefix_scaled_to_the_whole(monkeypatc
     # The simulations are linear in the recorded runs: past SIM_RUNS runs, the
     # first SIM_RUNS are replayed and the figures scaled to the iterations of
     # the whole sequence.  On a regular loop that is the whole replay's result.
-    from bril import trace_cost
-    from bril.trace_cost import simulate
-    from bril.trace_select import Chain, build_candidate
+    from bril.tracing import trace_cost
+    from bril.tracing.trace_cost import simulate
+    from bril.tracing.trace_select import Chain, build_candidate
     rec = _recorded(DOT, ["2000", "15"])
     st = rec.loops[("main", "dot_body")]
     assert len(st.seq) > 3000
@@ -821,7 +821,7 @@ def test_lone_loop_guard_moved_to_the_top_keeps_its_side_exit():
     # The branch on `x` of the first iteration is hoisted to the trace's start
     # (rewritten on the entry value): it still tests exactly the original
     # branch, so it leaves through a side exit instead of rolling back.
-    from bril.trace_select import build_candidate
+    from bril.tracing.trace_select import build_candidate
     path = BENCHMARKS / "spec" / "phases.bril"
     rec = _recorded(path.read_text(), ["3000", "100", "100"], optimize=False)
     st = rec.loops[("recurrence", "loop")]
@@ -832,7 +832,7 @@ def test_lone_loop_guard_moved_to_the_top_keeps_its_side_exit():
 
 
 def test_chain_never_holds_two_starts_of_one_cycle():
-    from bril.trace_select import _same_cycle
+    from bril.tracing.trace_select import _same_cycle
     assert _same_cycle((0, 1) * 16, (1, 0))
     assert _same_cycle((0, 1, 2), (2, 0, 1, 2, 0, 1))
     assert not _same_cycle((0,) * 32, (0,) * 8)       # a tail trace: fine
@@ -871,7 +871,7 @@ def test_run_with_timeout_stops_a_program_that_loops_forever():
 def test_traced_program_that_hangs_is_dropped_not_waited_for(monkeypatch):
     # A tracer bug that spliced in an endless loop must cost the traces, not
     # hang `brili --trace`: the checking run is stopped and the chain dropped.
-    import bril.tracer as tracer
+    import bril.tracing.tracer as tracer
     hang = parse_program("@main(n: int) {\n.l:\n  jmp .l;\n}\n")
     monkeypatch.setattr(tracer, "splice", lambda base, chains: hang)
     monkeypatch.setattr(tracer, "CHECK_TIME_SLACK", 0.3)
@@ -887,7 +887,7 @@ def test_selections_are_checked_in_the_order_of_their_estimates(monkeypatch):
     the whole run; they are checked (each a whole run) best estimate first, until
     none left is estimated to beat the best checked."""
     import copy
-    from bril import tracer
+    from bril.tracing import tracer
     path = CONFORMANCE / "benchmarks" / "core" / "check-primes.bril"
     prog = parse_program(path.read_text())
     args = args_of(path)

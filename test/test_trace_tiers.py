@@ -13,10 +13,10 @@ import json
 
 import pytest
 
-from bril import interp
-from bril.errors import BrilError
-from bril.text import parse_program
-from bril.trace_record import Recorder
+from bril.interpreter import interp
+from bril.ir.errors import BrilError
+from bril.ir.text import parse_program
+from bril.tracing.trace_record import Recorder
 
 from corpus import CONFORMANCE, args_of, benchmark_cases
 

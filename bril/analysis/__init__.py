@@ -1,0 +1,3 @@
+"""Analyses over a function: the CFG, basic blocks, dominance, dataflow, folding, value
+numbering, the type and range analysis.
+"""

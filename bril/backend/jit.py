@@ -1,0 +1,1086 @@
+"""The JIT behind `brili --jit`: hot loops and hot functions of the running program
+become native code, entered at loop headers and function entries, left at any
+block boundary.
+
+How a run goes (`bril.interpreter.interp.run(..., jit=Jit())`; `brili --jit` starts with a
+`bril.backend.jit_deferred.DeferredJit`, which brings this module in only once the run
+lasts past the sampler's first look, or at once when a profile exists):
+
+1. Every function runs in its *jit variant* (`bril.interpreter.codegen`): the interpreter's
+   normal code plus a counter at the function's entry and at each loop header.
+2. When a loop header has been reached `hot` times, the hook hands the frame's
+   variables to `Jit.enter`.  The first time, the JIT chooses the region: the
+   outermost loop around that header whose blocks native code can run --
+   every path through the loop nest, not only the recorded one, so a loop
+   whose branch changes direction stays native; blocks that return, phi
+   code and speculation still open where control would leave are left out.
+   It lowers the region with `bril.backend.jit_lower` (the AOT compiler's per-op
+   lowering: one definition of each op), optimizes it at LLVM -O2 and
+   compiles it in this process (`bril.backend.native.JIT`).  A region is compiled
+   once per run and can be entered at each of its loop headers; functions it
+   calls are compiled whole, once per run, and shared by later modules.
+3. Native code runs until control leaves the region: at an edge to a block
+   outside it (a loop exit, an excluded path) it writes back the variables
+   and returns that block.  That is exactly the interpreter's state there
+   (the frame is the "resume data"), so nothing is rolled back: the
+   interpreter goes on at that block in the function's `jitx` variant, where
+   every block is reachable.  A region whose entries do too little work is
+   given back to the interpreter for good.
+4. A function called `hot_calls` times is compiled whole and from then on
+   called natively from the interpreter (so recursion runs natively too).
+5. Native code shares the interpreter's heap (`bril.interpreter.heap.NativeHeap`: regions
+   live in the C runtime's table), prints into the runtime's buffer, drained
+   into the interpreter's output after each native call (so the order is
+   kept), and counts the instructions it stands for into the runtime's
+   counter, added to the interpreter's `-p` count after each call.  A run-time
+   error in native code comes back as the interpreter's `BrilError`.
+
+Speculation in the program (from `brili --trace`) runs natively inside a
+region: `speculate` snapshots the variables, a failing `guard` restores them
+and jumps to its label, as in the interpreter.  Programs native code cannot
+handle at all (`any`, a variable of two types, ...) simply run interpreted.
+"""
+
+import itertools
+import os
+import time
+
+from ..ir.errors import BrilError
+from . import jit_policy
+from .jit_policy import DEFAULT_HOT
+from ..ir.values import UNDEF
+from ..native_runtime.resume import (Slots, decode_result, encode_arguments, get_tagged, json_type,
+                                     marshal_source, put_tagged)
+
+# A region whose entries average fewer native instructions than this (measured
+# over ENTRY_SAMPLE entries) costs more to enter than it saves: drop it.
+MIN_WORK_PER_ENTRY = 40
+ENTRY_SAMPLE = 64
+NEVER = 1 << 62
+# While a region or function compiles in the background, its hook looks again
+# after this many more arrivals.
+RECHECK = 64
+# Predicted cost of compiling (seconds), for deciding when it pays: importing
+# LLVM and making the target machine once, linking a shared object for the code
+# cache, and per unit a base and a part per Bril instruction (measured here at
+# -O2: 10-60 ms a region).
+SETUP_COST = 0.15
+LINK_COST = 0.03
+COMPILE_BASE = 0.01
+COMPILE_PER_INSTR = 0.0005
+# (A cold run compiles once a unit has paid back `jit_policy.PAY_BACK` times.)
+# The sampler looks at the running program's stack every `jit_policy.SAMPLE_INTERVAL`
+# seconds (`bril.backend.jit_deferred`, where the JIT comes in at the first look), this
+# many frames deep.
+SAMPLE_DEPTH = 64
+# The most one look charges (seconds): after a pause (the sampler compiling, the
+# process stopped), what ran in between is not all the loop seen now.
+MAX_CHARGE = 20 * jit_policy.SAMPLE_INTERVAL
+# The GIL's switch interval while the sampler compiles (`_ShortSwitches`).
+SAMPLER_SWITCH = 0.0002
+# With a profile: compile at once what an earlier run saw hot for this many times
+# the predicted cost.
+PREDICTED_PAY_BACK = 3
+# Hot code an earlier run did not compile is compiled after the run (for the
+# next one) if a sample saw it (seconds: one interval).  Compiling once
+# (0.05-0.2 s, in a process of its own) pays back within a few dozen runs
+# even at this, and short runs are where most of a warm run is interpreted
+# (mat-mul 80: its printing loop, one sample, was 10 of a warm run's 40 ms).
+PRECOMPILE_HOT = jit_policy.SAMPLE_INTERVAL
+# A function becomes native code, whole, after this many times `hot` calls
+# (compiling one costs about as much as interpreting a few thousand calls).
+CALLS_PER_HOT = 5
+_NOT_NATIVE = object()
+# A loop turning hot in a function called at least this many times makes the
+# JIT compile the whole function first.
+CALLS_FOR_WHOLE = 8
+
+_SKIP_OPS = {"phi"}             # (phi state stays interpreted; ssa2 shadows are slots)
+
+
+
+
+class _ShortSwitches:
+    """While the sampler's thread compiles: the interpreter hands the GIL over
+    every SAMPLER_SWITCH seconds instead of every 5 ms.  Compiling drops the GIL
+    at each of its thousands of calls into LLVM and waits a whole switch interval
+    to get it back: primes-between's region took 1.58 s on the clock for 0.10 s
+    of the thread's own time."""
+
+    def __enter__(self):
+        import sys
+        self.saved = sys.getswitchinterval()
+        sys.setswitchinterval(min(self.saved, SAMPLER_SWITCH))
+
+    def __exit__(self, *exc):
+        import sys
+        sys.setswitchinterval(self.saved)
+
+
+class NativeCall:
+    """A function compiled whole, called natively from the interpreter."""
+
+    def __init__(self, index, name):
+        self.index = index
+        self.name = name
+        self.unit = None                # its bril.backend.jitcache.LoadedUnit, if kept in the cache
+        self.unit_key = None
+        self.address = None
+        self.pending = None             # a background compilation (Future)
+        self.symbol = None
+        self.types = ()
+        self.result = None
+        self.buffers = None
+        self.compile_seconds = 0.0
+        self.entries = 0
+        self.native_instrs = 0
+        self.dropped = None
+        self.error = None
+
+
+class LoopRegion:
+    """One compiled loop region and its statistics."""
+
+    def __init__(self, index, fc, header, blocks, entries):
+        self.index = index              # the function
+        self.fc = fc                    # its FunctionCode (None for a unit from the cache)
+        self.unit = None                # its bril.backend.jitcache.LoadedUnit, if kept in the cache
+        self.unit_key = None
+        self.instrs = 0
+        self.header = header            # the header of the loop the region is
+        self.blocks = blocks            # block indices that run natively
+        self.entry_blocks = entries     # loop headers where native code can be entered
+        self.address = None
+        self.pending = None             # a background compilation (Future)
+        self.symbol = None
+        self.slots = None               # bril.backend.jit_lower.Slots
+        self.enter_fn = self.leave_fn = None
+        self.lids = {}                  # exit block index -> layout id
+        self.compile_seconds = 0.0
+        self.entries = 0
+        self.exits = {}                 # exit block index -> times
+        self.native_instrs = 0
+        self.dropped = None             # why the region went back to the interpreter
+        self.error = None               # the run-time error raised in it, if any
+
+
+def _block_ok(b):
+    term = b.term
+    if b.falls_off or (term is not None and term["op"] == "ret"):
+        return False
+    return not any(i.get("op") in _SKIP_OPS for i in b.instrs)
+
+
+def _spec_depths(blocks, region, header):
+    """{block: speculation depth at its entry} for the region entered at header, or
+    None if a speculation could be open where control leaves the region (native
+    code cannot hand an open speculation to the interpreter) or depths disagree."""
+    depth = {header: 0}
+    todo = [header]
+    while todo:
+        bi = todo.pop()
+        d = depth[bi]
+        b = blocks[bi]
+        for instr in b.instrs:
+            op = instr.get("op")
+            if op == "speculate":
+                d += 1
+            elif op == "commit":
+                d -= 1
+        edges = [(s, d) for s in b.succs]
+        if b.abort_succ is not None:
+            edges.append((b.abort_succ, d - 1))
+        for s, ds in edges:
+            if s not in region:
+                if ds != 0:
+                    return None
+                continue
+            if s in depth:
+                if depth[s] != ds:
+                    return None
+                continue
+            depth[s] = ds
+            todo.append(s)
+    return depth
+
+
+def grow_region(fc, header, allowed):
+    """(blocks, entries): the blocks of `allowed` that can run natively, reachable
+    from header without leaving them, and the loop headers among them where
+    native code may be entered (no speculation open there); None if the header
+    itself cannot run natively or a speculation could be open at an exit."""
+    ok = {bi for bi in allowed if _block_ok(fc.blocks_by_index[bi])}
+    if header not in ok:
+        return None
+    region = {header}
+    todo = [header]
+    while todo:
+        b = fc.blocks_by_index[todo.pop()]
+        nexts = list(b.succs) + ([b.abort_succ] if b.abort_succ is not None else [])
+        for s in nexts:
+            if s in ok and s not in region:
+                region.add(s)
+                todo.append(s)
+    depth = _spec_depths(fc.blocks_by_index, region, header)
+    if depth is None:
+        return None
+    entries = {l.header for l in fc.loops if l.header in region and depth.get(l.header) == 0}
+    return region, entries
+
+
+def select_region(fc, header):
+    """Candidate regions for when the loop at `header` gets hot, widest first, as
+    (blocks, entries) lists: everything of the function reachable from the
+    header that native code can run (the rest of the function's work, all its
+    later loops included, in one compilation), then the outermost loop around
+    the header, then inner ones.  A region is entered at whichever of its loop
+    headers is running."""
+    out = []
+    whole = grow_region(fc, header, range(len(fc.blocks_by_index)))
+    if whole is not None:
+        out.append(whole)
+    loops = []
+    loop = next(l for l in fc.loops if l.header == header)
+    while loop is not None:
+        loops.append(loop)
+        loop = loop.parent
+    for loop in reversed(loops):
+        found = grow_region(fc, loop.header, loop.body)
+        if found is not None and header in found[1] and \
+                all(found[0] != c[0] for c in out):
+            out.append(found)
+    return out
+
+
+_ENGINES = {}
+_REGION_NAMES = itertools.count()
+_RUNS = itertools.count()
+
+
+def _engine(level):
+    """The process's MCJIT engine for this optimization level: one for all runs (an
+    engine and its modules must live as long as the process, and compiled regions
+    are cached by their IR across runs)."""
+    from . import native
+    engine = _ENGINES.get(level)
+    if engine is None:
+        engine = _ENGINES[level] = native.JIT(level)
+    return engine
+
+
+class Jit:
+    """One run's JIT state.  `attach(compiled)` is called by `bril.interpreter.interp.run`.
+
+    Two ways to find hot code:
+    - *sampled* (`pay_back` > 0, what `brili --jit` does): a sampler thread looks
+      at the running program's stack every `jit_policy.SAMPLE_INTERVAL` seconds.  A loop or
+      function seen hot for `pay_back` times the predicted cost of compiling it
+      is compiled on that thread, while the interpreter goes on (LLVM runs
+      without the GIL); then the loop's flag is raised (its header hands the
+      frame over at the next arrival) or the function's name is bound to a
+      native call.  The interpreter pays nothing per call and one flag test
+      per loop iteration, so a run is never more than about 1/pay_back slower
+      than without the JIT, whatever comes next (ski rental).
+    - *eager* (`pay_back` <= 0: `--hot N` given, and tests): every loop header
+      calls the JIT, which compiles at the `hot`-th arrival; functions are
+      counted by a stand-in and compiled at `hot_calls` calls.  Deterministic.
+
+    `cache`: a `bril.cache.codecache.CodeCache` where compiled units and the program's
+    profile are kept across runs (None: nothing is kept, code is compiled in
+    process with MCJIT).  `shared_heap`: the interpreter keeps a program's heap
+    in the runtime's region table, so that native code can touch memory: True
+    always (it slows interpreted memory access somewhat), None when the profile
+    says native code needed it last time."""
+
+    def __init__(self, hot=DEFAULT_HOT, level=2, hot_calls=None, background=False,
+                 cache=None, pay_back=0, shared_heap=True):
+        self.hot = max(1, hot)
+        self.hot_calls = max(1, hot_calls if hot_calls is not None else CALLS_PER_HOT * hot)
+        self.level = level
+        # Compile on another thread while the interpreter goes on (eager mode; the
+        # result is the same either way, only how soon native code takes over).
+        self.background = background
+        self.cache = cache
+        self.pay_back = pay_back
+        self.eager = pay_back <= 0
+        self.shared_heap = shared_heap
+        self.compiled = None
+        self.regions = {}               # (function, header) -> LoopRegion (or None: interpreted)
+        self.all_regions = []           # in order of compilation
+        self.prefix = f"jit{next(_RUNS)}"   # symbols of this run's native functions
+        self.native_functions = set()   # indices of functions compiled whole (MCJIT modules)
+        self.calls = {}                 # function index -> NativeCall (or None)
+        self.all_calls = []
+        self.queue = []                 # compiling in the background, in order
+        self.failed = set()             # indices of functions whose module failed
+        self.rt = None
+        self.engine = None
+        self.heap = None
+        self.setup_seconds = 0.0
+        self.refused = None             # why nothing can run natively
+        self.profile = None             # what earlier runs learned (bril.backend.jitcache)
+        self.profile_key = None
+        self.wanted_heap = False        # a unit needed the shared heap it did not have
+        self.cache_hits = 0
+        self.missing = set()            # profile entries whose units did not load
+        self.source = None              # how to rebuild the program elsewhere (precompile)
+        self.arrivals = _Counter()      # eager: loop -> arrivals, function -> calls
+        self.hot_seconds = _Counter()   # loop or function -> seconds seen hot
+        self.fast = {}                  # function index -> its generated code (promoted)
+        self.sampler = None
+        self.stopped = False
+        self.lock = None                # guards compilation (sampler vs interpreter)
+
+    # --- set-up ------------------------------------------------------------------------
+
+    def attach(self, compiled, looked_up=None, sampler_thread=None):
+        """Prepare to JIT this program, cheaply: native code is set up when the first
+        unit is compiled or loaded.  With a profile from earlier runs, the loops
+        and functions that were compiled then enter native code at once.
+
+        From `bril.backend.jit_deferred`: `looked_up`, the (key, profile or None) it found;
+        `sampler_thread`, the main thread's id when attaching late, from the
+        thread that then goes on as the sampler (`_sample_loop`)."""
+        import _thread
+        self.compiled = compiled
+        self.lock = _thread.RLock()
+        # Functions promoted before (a late attach) are there already.
+        self.fast = compiled.jit_promoted
+        compiled.jit_flag_start = self._flag_start
+        compiled.jit_wrap = self._wrap
+        compiled.ns["_JX"] = self.enter
+        if looked_up is not None:
+            self.profile_key, self.profile = looked_up
+        elif self.cache is not None:
+            from .jitprofile import load_profile, profile_key
+            self.profile_key = profile_key(compiled.linked)
+            self.profile = load_profile(self.cache, self.profile_key, compiled.linked)
+        profile = self.profile or {}
+        main = compiled.linked.main_index()
+        for index in profile.get("calls", {}):
+            if index != main:
+                compiled.eager_functions.add(index)
+        for index, _ in profile.get("regions", {}):
+            compiled.eager_functions.add(index)
+        from .jitcache import program_allocates
+        if (self.shared_heap or profile.get("heap")) and program_allocates(compiled.linked):
+            # The interpreter's heap moves into the runtime's region table from the
+            # start (pointers cannot move later), so that both sides see the same
+            # cells.
+            if self._setup_runtime():
+                self.heap = compiled.use_native_heap(self.rt)
+        if sampler_thread is not None:
+            self.main_thread = sampler_thread
+        elif not self.eager:
+            self.main_thread = _thread.get_ident()
+            self.sampler = _thread.start_new_thread(self._sample_loop, ())
+        return self
+
+    def _flag_start(self, index, header):
+        """Loops call the JIT from the start in eager mode, and where a profile says
+        native code ran last time."""
+        return self.eager or (index, header) in (self.profile or {}).get("regions", {})
+
+    def _wrap(self, index, fn):
+        """What a promoted function is bound to: a native call when a unit for it is
+        ready (or in the profile), a counting stand-in in eager mode, else itself."""
+        self.fast[index] = fn
+        if index == self.compiled.linked.main_index():
+            return fn
+        native = self.calls.get(index, False)
+        if native is False and index in (self.profile or {}).get("calls", {}):
+            native = self._cached_call(index)
+            if native:
+                self.calls[index] = native
+        if native:
+            return self._native_stand_in(index, native, fn)
+        if self.eager:
+            return self._counting_stand_in(index, fn)
+        return fn
+
+    def _bind(self, index, fn):
+        """Bind function `index`'s name (and the cold tier's entry) to fn."""
+        from ..native_runtime.pynames import function_name
+        name = function_name(index, self.compiled.linked.functions[index].get("name", ""))
+        self.compiled.ns[name] = fn
+        cold = self.compiled.__dict__.get("_cold")
+        cf = cold.functions.get(index) if cold is not None else None
+        if cf is not None and cf.fast is not None:
+            cf.fast = fn
+
+    def _counting_stand_in(self, index, fn):
+        def counted(*args):
+            self.arrivals[index] += 1
+            if self.arrivals[index] >= self.hot_calls:
+                self._bind(index, fn)
+                native = self.calls.get(index, False)
+                if native is False:
+                    native = self.calls[index] = self._compile_call(index)
+                if native is not None:
+                    self._bind(index, self._native_stand_in(index, native, fn))
+                    return self._bound(index)(*args)
+            return fn(*args)
+        return counted
+
+    def _bound(self, index):
+        from ..native_runtime.pynames import function_name
+        return self.compiled.ns[function_name(
+            index, self.compiled.linked.functions[index].get("name", ""))]
+
+    def _native_stand_in(self, index, native, fn):
+        call = self.call
+
+        def native_call(*args):
+            r = call(native, args)
+            return fn(*args) if r is _NOT_NATIVE else r
+        return native_call
+
+    def _setup_runtime(self):
+        """The run-time library in this process (no LLVM); False if unavailable."""
+        if self.rt is not None:
+            return True
+        if self.refused is not None:
+            return False
+        t0 = time.perf_counter()
+        try:
+            from ..native_runtime.nativert import runtime_library
+            self.rt = runtime_library()
+            self.rt.lib.brt_heap_reset()        # a new run: empty heap, buffers, counters
+        except BrilError as e:
+            self.refused = str(e)
+            self.rt = None
+            return False
+        finally:
+            self.setup_seconds += time.perf_counter() - t0
+        return True
+
+    def _setup_compiler(self):
+        """LLVM, for compiling (not needed to load a cached unit)."""
+        if not self._setup_runtime():
+            return False
+        if self.engine is None and self.cache is None:
+            t0 = time.perf_counter()
+            try:
+                self.engine = _engine(self.level)
+            except BrilError as e:
+                self.refused = str(e)
+                return False
+            finally:
+                self.setup_seconds += time.perf_counter() - t0
+        return True
+
+    def finish(self):
+        """After the run: the sampler stops, nothing is left in the runtime's
+        buffers, what was learned goes into the profile."""
+        self.stopped = True
+        self._drain()
+        self._store_profile()
+
+    # --- the sampler ------------------------------------------------------------------
+
+    def _sample_loop(self):
+        import _thread
+        import sys
+        own = _thread.get_ident()
+        # The first look comes after a fraction of an interval that differs from
+        # run to run: at a fixed phase, a loop that always runs between the same
+        # two looks (mat-mul's first, 3 ms from the start) would never be seen,
+        # however many runs the profile learns from.
+        first = (time.perf_counter_ns() // 1000 % 997 + 1) / 998
+        last = time.perf_counter()
+        while not self.stopped:
+            time.sleep(jit_policy.SAMPLE_INTERVAL * first)
+            first = 1
+            # A look is charged the time since the last one, not one interval:
+            # looks come late (this thread waits for the GIL the interpreter
+            # holds), and charged an interval each, a loop took about six times
+            # PAY_BACK to turn hot (primes-between: 0.4 s charged in 2.4 s).
+            now = time.perf_counter()
+            elapsed, last = min(max(now - last, jit_policy.SAMPLE_INTERVAL), MAX_CHARGE), now
+            try:
+                for tid, frame in sys._current_frames().items():
+                    if tid not in (own, self.main_thread):
+                        self._sample(frame, elapsed)
+            except Exception:       # the sampler must never disturb the program
+                pass
+
+    def _sample(self, frame, elapsed=None):
+        """Charge `elapsed` seconds to the innermost loop running generated code and
+        to every function on the stack; compile what has become worth it."""
+        if elapsed is None:
+            elapsed = jit_policy.SAMPLE_INTERVAL
+        seen = set()
+        innermost = None
+        depth = 0
+        while frame is not None and depth < SAMPLE_DEPTH:
+            code = frame.f_code
+            index = _function_index(code)
+            if index is not None:
+                if innermost is None:
+                    innermost = (index, frame, code)
+                seen.add(index)
+            frame = frame.f_back
+            depth += 1
+        for index in seen:
+            self.hot_seconds[index] += elapsed
+        if innermost is None:
+            return
+        index, frame, code = innermost
+        header = self._loop_of(code, frame.f_lineno)
+        if header is not None:
+            key = (index, header)
+            self.hot_seconds[key] += elapsed
+            if self.regions.get(key, False) is False and self._worth(key, index):
+                self._compile_in_sampler(index, header)
+        elif index not in self.calls and index != self.compiled.linked.main_index() \
+                and self._worth(index, index):
+            # Hot without a loop of its own: many calls (recursion, a callee).
+            self._compile_call_in_sampler(index)
+
+    def _loop_of(self, code, line):
+        loops = self.compiled.jit_code_loops.get(code.co_name)
+        if not loops:
+            return None
+        found = None
+        for first, last, header in loops:
+            if first <= line <= last:
+                found = header          # the innermost loop comes last
+        return found
+
+    def _worth(self, what, index):
+        """Ski rental: has `what` been hot for pay_back times what compiling costs?"""
+        cost = COMPILE_BASE + COMPILE_PER_INSTR * self._size(index)
+        if self.rt is None or (self.engine is None and self.cache is None):
+            cost += SETUP_COST
+        if self.cache is not None:
+            cost += LINK_COST
+        earlier = (self.profile or {}).get("hot", {}).get(what, 0.0)
+        if earlier >= PREDICTED_PAY_BACK * cost:
+            return True
+        return self.hot_seconds[what] >= self.pay_back * cost
+
+    def _size(self, index):
+        return len(self.compiled.linked.functions[index].get("instrs") or ())
+
+    def _compile_in_sampler(self, index, header):
+        with self.lock, _ShortSwitches():
+            if self.regions.get((index, header), False) is not False:
+                return
+            region = self._cached_region(index, header)
+            if region is False:
+                region = self._compile(index, header)
+        if region is not None and region.address is not None:
+            self._raise_flags(region)
+
+    def _compile_call_in_sampler(self, index):
+        with self.lock, _ShortSwitches():
+            if index in self.calls:
+                return
+            native = self.calls[index] = self._compile_call(index)
+        fn = self.fast.get(index)
+        if native is not None and fn is not None:
+            self._bind(index, self._native_stand_in(index, native, fn))
+
+    def _raise_flags(self, region):
+        ns = self.compiled.ns
+        for h in region.entry_blocks:
+            ns[f"_JQ{region.index}_{h}"] = True
+
+    # --- the loop hook -----------------------------------------------------------------
+
+    def enter(self, index, header, frame):
+        key = (index, header)
+        region = self.regions.get(key, False)
+        if region is False:
+            with self.lock:
+                region = self.regions.get(key, False)
+                if region is False:
+                    region = self._cached_region(index, header)
+                if region is False:
+                    if not self.eager:
+                        self.compiled.ns[f"_JQ{index}_{header}"] = False
+                        return None
+                    self.arrivals[key] += 1
+                    if self.arrivals[key] < self.hot or self._whole_function_instead(index,
+                                                                                      header):
+                        return None
+                    region = self._compile(index, header)
+        if region is None or not self._ready(region):
+            if region is None or region.pending is None:
+                self.compiled.ns[f"_JQ{index}_{header}"] = False
+            return None
+        S, D = region.buffers
+        if not region.enter_fn(frame, S, D):
+            return None                 # a value of another kind: let the interpreter fail
+        S[region.slots.size] = header
+        ns = self.compiled.ns
+        region.entries += 1
+        try:
+            t = self.rt.call(region.address, S)
+        except BrilError as e:
+            region.error = e.message
+            raise
+        finally:
+            self._drain()
+            if self.heap is not None:
+                self.heap.sync()
+        region.exits[t] = region.exits.get(t, 0) + 1
+        work = ns["_native_last"]
+        region.native_instrs += work
+        if region.entries == ENTRY_SAMPLE and \
+                region.native_instrs < MIN_WORK_PER_ENTRY * ENTRY_SAMPLE:
+            region.dropped = (f"{region.native_instrs / region.entries:.0f} instructions "
+                              "per entry")
+            region.address = None
+            for h in region.entry_blocks:
+                ns[f"_JQ{index}_{h}"] = False
+        # The whole frame: the interpreter may go on in another frame (jitx).
+        frame.update(region.leave_fn(S, D))
+        return region.lids[t], frame
+
+    def _whole_function_instead(self, index, header):
+        """Eager mode: a hot loop in a function called many times already: compile
+        the function whole (its later calls run natively) rather than this loop,
+        and go on interpreting this call.  Only if the loop stays hot in this same
+        call does it get a region of its own."""
+        key = (index, header)
+        if ("deferred", key) in self.arrivals or index in self.calls:
+            return False
+        if self.arrivals[index] < CALLS_FOR_WHOLE:
+            return False
+        self.arrivals[("deferred", key)] = 1
+        native = self.calls[index] = self._compile_call(index)
+        if native is None:
+            return False
+        fn = self.fast.get(index)
+        if fn is not None:
+            self._bind(index, self._native_stand_in(index, native, fn))
+        self.arrivals[key] = 0
+        return True
+
+    def call(self, native, args):
+        """Run a call natively: its result, or _NOT_NATIVE to interpret it."""
+        if not self._ready(native):
+            return _NOT_NATIVE
+        S, D = native.buffers
+        heap = self.heap
+        if not encode_arguments(native.types, args, S, D, heap.to_pair if heap else None):
+            return _NOT_NATIVE          # a value of another kind: let the interpreter report it
+        native.entries += 1
+        try:
+            self.rt.call(native.address, S)
+        except BrilError as e:
+            native.error = e.message
+            raise
+        finally:
+            self._drain()
+        native.native_instrs += self.compiled.ns["_native_last"]
+        return decode_result(native.result, S, D, heap.from_pair if heap else None)
+
+    # --- units from the cache -------------------------------------------------------------
+
+    def _cached_region(self, index, header):
+        """The region a profile names for this loop, loaded from the cache without
+        LLVM; False if there is none (compile as usual)."""
+        spec = (self.profile or {}).get("regions", {}).get((index, header))
+        if spec is None:
+            return False
+        blocks, entries = spec["blocks"], spec["entries"]
+        unit, ukey = self._load_unit("region", index, blocks, entries)
+        if unit is None:
+            self.missing.add((index, header))
+            return False
+        region = LoopRegion(index, None, header, set(blocks), set(entries))
+        region.unit_key = ukey
+        self._use_region_unit(region, unit)
+        self._register_region(region)
+        return region
+
+    def _cached_call(self, index):
+        if index not in (self.profile or {}).get("calls", {}):
+            return False
+        unit, ukey = self._load_unit("call", index, None, None)
+        if unit is None:
+            self.missing.add(index)
+            return False
+        native = NativeCall(index, self.compiled.linked.functions[index].get("name", ""))
+        native.unit_key = ukey
+        self._use_call_unit(native, unit)
+        self.all_calls.append(native)
+        return native
+
+    def _load_unit(self, kind, index, blocks, entries):
+        """(unit, key): a unit from the cache, loaded without LLVM, if there is one this
+        run can use (one that touches memory needs the shared heap)."""
+        if self.cache is None or not self._setup_runtime():
+            return None, None
+        from . import jitcache
+        ukey = jitcache.unit_key(self.compiled.linked, kind, index, blocks, entries,
+                                 self.level)
+        unit = jitcache.load_unit(self.cache, ukey)
+        if unit is None or (unit.meta.get("heap") and self.heap is None):
+            return None, None
+        self.cache_hits += 1
+        return unit, ukey
+
+    def _use_region_unit(self, region, unit):
+        meta = unit.meta
+        region.slots = Slots.from_data(meta["slots"])
+        region.address = unit.address
+        region.unit = unit
+        region.lids = dict(meta["lids"])
+        region.instrs = meta["instrs"]
+        self._marshal_functions(region)
+
+    def _use_call_unit(self, native, unit):
+        meta = unit.meta
+        native.address = unit.address
+        native.unit = unit
+        native.types, native.result = list(meta["types"]), meta["result"]
+        self._call_buffers(native)
+
+    def _store_profile(self):
+        """What this run learned, for the next: every unit it compiled or used, and
+        whether native code needed the shared heap."""
+        if self.cache is None or self.profile_key is None:
+            return
+        old = self.profile or {}
+        # Units of earlier runs stay listed unless this run could not load them
+        # (then the precompiler builds them again) or dropped them; a loop this
+        # run never reached keeps its unit for runs that do.
+        regions = {k: v for k, v in old.get("regions", {}).items() if k not in self.missing}
+        calls = {k: v for k, v in old.get("calls", {}).items() if k not in self.missing}
+        for r in self.all_regions:
+            key = (r.index, r.header)
+            if r.unit_key is not None and r.dropped is None:
+                regions[key] = {"blocks": sorted(r.blocks), "entries": sorted(r.entry_blocks)}
+            else:
+                regions.pop(key, None)
+        for n in self.all_calls:
+            if n.unit_key is not None and n.dropped is None:
+                calls[n.index] = {}
+            else:
+                calls.pop(n.index, None)
+        # How long each loop and function stayed hot (the longest seen so far).
+        hot = dict(old.get("hot", {}))
+        for what, seconds in self.hot_seconds.items():
+            hot[what] = max(hot.get(what, 0.0), round(seconds, 4))
+        heap = self.heap is not None or self.wanted_heap or bool(old.get("heap"))
+        profile = {"regions": regions, "calls": calls, "heap": heap, "hot": hot,
+                   "tried": old.get("tried", []), "tried_for": old.get("tried_for")}
+        # Nothing hot, nothing to remember -- except a unit that wanted the heap:
+        # a run that counts arrivals (`--hot N`) keeps no other trace of it, and
+        # the next run must set the heap up from its start for pointer code to be
+        # native at all.
+        if not (regions or calls or hot or old or heap):
+            return
+        if profile != {k: v for k, v in old.items() if k != "program"}:
+            from .jitprofile import store_profile
+            store_profile(self.cache, self.profile_key, profile, self.compiled.linked)
+        self._precompile(profile)
+
+    def _precompile(self, profile):
+        """After a run that found hot code it did not compile (it would not have paid
+        in this run), compile it for the next run in a process of its own
+        (`bril.backend.jit_precompile`), so that this run ends at once and the next
+        finds native code in the cache.  BRIL_JIT_PRECOMPILE=0: never; =wait:
+        wait for it (benchmarks and tests)."""
+        mode = os.environ.get("BRIL_JIT_PRECOMPILE", "1")
+        if mode == "0" or self.source is None:
+            return
+        todo = [w for w, seconds in profile["hot"].items() if seconds >= PRECOMPILE_HOT
+                and w not in profile["regions"] and w not in profile["calls"]
+                and self.regions.get(w, False) is not None and self.calls.get(w, False) is not None]
+        if not todo:
+            return
+        from . import jitcache
+        tried = jitcache.tried_here(profile, self.level)
+        if all(w in tried for w in todo):
+            return
+        jitcache.spawn_precompile(self.cache, self.profile_key, self.source, self.level,
+                                  wait=mode == "wait")
+
+    # --- compiling ----------------------------------------------------------------------
+
+    def _compile_call(self, index):
+        if not self._setup_compiler():
+            return None
+        from . import jitcache
+        native = NativeCall(index, self.compiled.linked.functions[index].get("name", ""))
+        t0 = time.perf_counter()
+        try:
+            name = f"jit.call.{next(_REGION_NAMES)}"
+            try:
+                module, meta, defined, used = jitcache.lower_call_unit(
+                    self.compiled.linked, index, name, prefix=self.prefix,
+                    shared=self._shared_functions(), heap=self.heap is not None)
+            except jitcache.NeedsHeap:
+                self.wanted_heap = True
+                raise BrilError("pointers need the shared heap") from None
+            types, result = meta["types"], meta["result"]
+            native.compile_seconds = time.perf_counter() - t0
+            self._machine_code(native, module, name, defined, used, "call", None, None, meta)
+        except BrilError as e:
+            native.dropped = str(e)
+            self.all_calls.append(native)
+            return None
+        self.native_functions.update(defined)
+        native.types, native.result = types, result
+        self._call_buffers(native)
+        self.all_calls.append(native)
+        return native
+
+    def _call_buffers(self, native):
+        from ..native_runtime.ffi import c_double, c_int64
+        S = (c_int64 * max(3, 3 * len(native.types)))()
+        native.buffers = (S, (c_double * len(S)).from_buffer(S))
+
+    def _shared_functions(self):
+        """Functions a new MCJIT module may take from earlier ones (none for units
+        kept in the cache: each stands alone)."""
+        return set() if self.cache is not None else self.native_functions
+
+    def _machine_code(self, obj, module, name, defined, used, kind, blocks, entries, meta):
+        """Compile a lowered module for obj (a LoopRegion or NativeCall): into a shared
+        object kept in the code cache (with a cache), else with MCJIT now or on
+        the background thread; `obj.address` is set when it is ready."""
+        from . import native
+        t0 = time.perf_counter()
+        if self.cache is not None:
+            from . import jitcache
+            ukey = jitcache.unit_key(self.compiled.linked, kind, obj.index, blocks, entries,
+                                     self.level)
+            try:
+                unit = jitcache.build_unit(self.cache, ukey, module, meta, self.level)
+            finally:
+                obj.compile_seconds += time.perf_counter() - t0
+            if unit is None:
+                raise BrilError("the compiled code could not be kept in the code cache")
+            obj.unit, obj.unit_key, obj.address = unit, ukey, unit.address
+            return
+        text = native.ir_text(module, self.engine.tm)
+        obj.compile_seconds += time.perf_counter() - t0
+        obj.symbol = name
+        obj.defines, obj.uses = set(defined), set(used)
+        if self.background:
+            from .jit_worker import worker
+            obj.pending = worker().submit(text, self.level)
+            self.queue.append(obj)
+            return
+        t0 = time.perf_counter()
+        try:
+            obj.address = self.engine.compile(text)[name]
+        except BrilError:
+            self.failed |= obj.defines
+            raise
+        finally:
+            obj.compile_seconds += time.perf_counter() - t0
+
+    def _ready(self, obj):
+        """True if obj has machine code; False if not, or not yet (`obj.pending` is
+        still set while it compiles in the background)."""
+        if obj.pending is not None:
+            self._collect()
+        return obj.pending is None and obj.address is not None
+
+    def _collect(self):
+        """Load finished background compilations into the engine, in submission
+        order (later code may call functions earlier code defines)."""
+        while self.queue and self.queue[0].pending.done():
+            obj = self.queue.pop(0)
+            job, obj.pending = obj.pending, None
+            obj.compile_seconds += job.seconds
+            t0 = time.perf_counter()
+            try:
+                if obj.uses & self.failed:
+                    raise BrilError("a function it calls could not be compiled")
+                obj.address = self.engine.add_object(job.result(), [obj.symbol])[obj.symbol]
+            except Exception as e:          # (LLVM's own errors included) interpret it
+                obj.dropped = str(e)
+                self.failed |= obj.defines
+            obj.compile_seconds += time.perf_counter() - t0
+
+    def _drain(self):
+        rt = self.rt
+        if rt is None:
+            return
+        rt.write_output(self.compiled.ns["_P"], self.compiled.out)
+        n = rt.dyn_count
+        if n:
+            rt.dyn_count = 0
+            self.compiled.ns["_N"] += n
+        self.compiled.ns["_native_last"] = n
+
+    # --- compiling a region --------------------------------------------------------------
+
+    def _compile(self, index, header):
+        key = (index, header)
+        if not self._setup_compiler():
+            self.regions[key] = None
+            return None
+        fc = self.compiled.function_code(index)
+        region = None
+        for blocks, entries in select_region(fc, header):
+            region = LoopRegion(index, fc, header, blocks, entries)
+            try:
+                self._build(region)
+                break
+            except BrilError as e:      # e.g. an ill-typed instruction: try a smaller one
+                region.dropped = str(e)
+                region.address = region.pending = None
+        if region is None:
+            self.regions[key] = None
+            return None
+        self._register_region(region)
+        return region
+
+    def _register_region(self, region):
+        """Every loop the region can be entered at tries it at its next visits."""
+        self.all_regions.append(region)
+        for h in region.entry_blocks:
+            if not self.regions.get((region.index, h)):
+                self.regions[(region.index, h)] = region
+        self.regions.setdefault((region.index, region.header), region)
+        if region.address is not None or region.pending is not None:
+            self._raise_flags(region)
+
+    def _build(self, region):
+        from . import jitcache
+        fc = region.fc
+        # Unique in the process: the engine is shared by every run, and a name
+        # compiled twice would resolve to its first definition.
+        name = f"jit.region.{next(_REGION_NAMES)}"
+        t0 = time.perf_counter()
+        try:
+            module, meta, defined, used, slots = jitcache.lower_region_unit(
+                self.compiled.linked, fc, region.blocks, region.entry_blocks, name,
+                prefix=self.prefix, shared=self._shared_functions(),
+                heap=self.heap is not None)
+        except jitcache.NeedsHeap:
+            self.wanted_heap = True
+            raise BrilError("pointers need the shared heap") from None
+        region.compile_seconds = time.perf_counter() - t0
+        region.lids, region.instrs = meta["lids"], meta["instrs"]
+        self._machine_code(region, module, name, defined, used, "region", region.blocks,
+                           region.entry_blocks, meta)
+        if self.cache is None:
+            self.native_functions.update(defined)
+        region.slots = slots
+        self._marshal_functions(region)
+
+    def _marshal_functions(self, region):
+        """The functions moving variables between the frame and the slot array."""
+        slots = region.slots
+        heap_names = {}
+        src = marshal_source(slots, heap_names)
+        env = {"_M": object(), "_U": UNDEF, "_put": put_tagged, "_get": get_tagged,
+               "_to_pair": None, "_from_pair": None}
+        if self.heap is not None:
+            env["_to_pair"] = self.heap.to_pair
+            env["_from_pair"] = self.heap.from_pair
+        for typ_repr, pyname in heap_names.items():
+            env[pyname] = json_type(eval(typ_repr))
+        exec(self._compiled_source(src, f"<jit region {region.index} {region.header}>"), env)
+        region.enter_fn, region.leave_fn = env["_in"], env["_out"]
+        # slots, then the block to start at
+        from ..native_runtime.ffi import c_double, c_int64
+        S = (c_int64 * (slots.size + 1))()
+        D = (c_double * (slots.size + 1)).from_buffer(S)
+        region.buffers = (S, D)
+
+    def _compiled_source(self, src, filename):
+        """compile(src), its code object kept in the code cache by the source's
+        hash (a large region's marshalling functions take tens of ms to compile,
+        more than loading its native unit)."""
+        from ..cache.codecache import compiled_code
+        return compiled_code(self.cache, "marshal", src, filename)
+
+    # --- the report ----------------------------------------------------------------------
+
+    def report(self):
+        """JSON-ready summary: per region, where it is, what it covers, compile time,
+        native entries and exits."""
+        out = {"setup_seconds": round(self.setup_seconds, 4), "refused": self.refused,
+               "cache_hits": self.cache_hits, "regions": [], "functions": []}
+        for (index, header), region in sorted(self.regions.items()):
+            if region is None:
+                fc = self.compiled.function_code(index)
+                out["regions"].append({
+                    "function": fc.name, "header": _block_name(fc, header),
+                    "compiled": False,
+                    "why": "its header cannot run natively (a return, phi code, "
+                           "or speculation left open)"})
+        self._collect()                     # finished background work
+        for native in self.all_calls:
+            out["functions"].append(dict(_unit_report(native), function=native.name,
+                                         calls=native.entries))
+        for region in self.all_regions:
+            fc = self.compiled.function_code(region.index)
+            out["regions"].append(dict(
+                _unit_report(region), function=fc.name,
+                header=_block_name(fc, region.header),
+                entered_at=[_block_name(fc, bi) for bi in sorted(region.entry_blocks)],
+                blocks=[_block_name(fc, bi) for bi in sorted(region.blocks)],
+                instructions=region.instrs, entries=region.entries,
+                exits={_block_name(fc, t): n for t, n in sorted(region.exits.items())}))
+        return out
+
+
+class _Counter(dict):
+    """A dict of counts (`collections.Counter` without importing collections)."""
+
+    def __missing__(self, key):
+        return 0
+
+
+def _function_index(code):
+    """The Bril function number of generated code (`F<index>_...`), or None."""
+    name = code.co_name
+    if name[:1] != "F" or not code.co_filename.startswith("<bril"):
+        return None
+    digits = name[1:].split("_", 1)[0]
+    return int(digits) if digits.isdigit() else None
+
+
+def _unit_report(obj):
+    """What the report says of any compiled unit (a LoopRegion or a NativeCall)."""
+    return {"compiled": obj.address is not None or obj.entries > 0,
+            "compiling": obj.pending is not None,
+            "from_cache": obj.compile_seconds == 0 and obj.unit is not None,
+            "compile_seconds": round(obj.compile_seconds, 4),
+            "native_instructions": obj.native_instrs,
+            "dropped": obj.dropped, "error": obj.error}
+
+
+def _block_name(fc, bi):
+    b = fc.blocks_by_index[bi]
+    return f".{b.label}" if b.label is not None else f"#{bi}"
+
+
+def report_text(report):
+    lines = [f"jit: set-up {report['setup_seconds']:.3f} s"
+             + (f"; program interpreted: {report['refused']}" if report["refused"] else "")]
+    for r in report["regions"]:
+        where = f"@{r['function']} {r['header']}"
+        if not r.get("compiled"):
+            why = "still compiling when the program ended" if r.get("compiling") \
+                else r.get("why") or r.get("dropped")
+            lines.append(f"  {where}: not compiled ({why})")
+            continue
+        exits = ", ".join(f"{k} x{n}" for k, n in r["exits"].items()) or "none"
+        lines.append(f"  {where}: {len(r['blocks'])} blocks, {r['instructions']} instrs, "
+                     f"compiled in {r['compile_seconds']:.3f} s; {r['entries']} entries, "
+                     f"{r['native_instructions']} native instrs; exits: {exits}"
+                     + (f"; dropped: {r['dropped']}" if r["dropped"] else "")
+                     + (f"; error: {r['error']}" if r["error"] else ""))
+    for f in report.get("functions", ()):
+        where = f"@{f['function']} (whole function)"
+        if not f["compiled"]:
+            why = "still compiling when the program ended" if f.get("compiling") \
+                else f["dropped"]
+            lines.append(f"  {where}: not compiled ({why})")
+            continue
+        lines.append(f"  {where}: compiled in {f['compile_seconds']:.3f} s; {f['calls']} "
+                     f"native calls from the interpreter, {f['native_instructions']} native "
+                     f"instrs" + (f"; error: {f['error']}" if f["error"] else ""))
+    return "\n".join(lines) + "\n"

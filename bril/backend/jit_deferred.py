@@ -1,0 +1,79 @@
+"""`brili --jit` until something could be hot: the JIT (`bril.backend.jit`) is imported and
+attached only if the run is still going when its sampler would first look, or at
+once if an earlier run left a profile (then what was hot enters native code at
+its first arrival).  A run over within that first interval -- most Bril runs --
+pays for a profile look-up and a sleeping thread, no more than that: it runs
+exactly as plain `brili` does, in the jit variants, whose loop flags no one
+raises.
+
+    run(prog, argv, jit=DeferredJit(cache, **options))
+
+takes the place of `Jit(cache=cache, pay_back=jit_policy.PAY_BACK, **options)`, the JIT in
+sampled mode; `attach` returns that `Jit` when a profile makes it needed from
+the start.
+"""
+
+import _thread
+import time
+
+from . import jit_policy
+from .jitprofile import load_profile, profile_key
+
+
+class DeferredJit:
+    eager = False                   # (sampled mode: bril.interpreter.interp.run asks)
+
+    def __init__(self, cache, **options):
+        self.cache = cache
+        self.options = options      # for bril.backend.jit.Jit, with `cache` and `pay_back`
+        self.source = None          # set by bril.interpreter.interp.run, handed on
+        self.jit = None             # the real one, once attached
+        self.stopped = False
+        self.lock = _thread.allocate_lock()
+        self.compiled = self.looked_up = self.main_thread = None
+
+    def _make(self):
+        from .jit import Jit
+        jit = Jit(cache=self.cache, pay_back=jit_policy.PAY_BACK, **self.options)
+        jit.source = self.source
+        return jit
+
+    def attach(self, compiled):
+        looked_up = None
+        if self.cache is not None:
+            key = profile_key(compiled.linked)
+            looked_up = (key, load_profile(self.cache, key, compiled.linked))
+            if looked_up[1] is not None:
+                self.jit = self._make()
+                return self.jit.attach(compiled, looked_up)
+        self.compiled, self.looked_up = compiled, looked_up
+        self.main_thread = _thread.get_ident()
+        _thread.start_new_thread(self._later, ())
+        return self
+
+    def _later(self):
+        time.sleep(jit_policy.SAMPLE_INTERVAL)
+        with self.lock:
+            if self.stopped:
+                return
+            try:
+                jit = self._make()
+                jit.attach(self.compiled, self.looked_up, sampler_thread=self.main_thread)
+            except Exception:       # (never disturb the program: it runs as plain brili)
+                return
+            self.jit = jit
+        jit._sample_loop()          # this thread goes on as its sampler
+
+    def finish(self):
+        """After the run (see `bril.backend.jit.Jit.finish`)."""
+        with self.lock:
+            self.stopped = True
+            jit = self.jit
+        if jit is not None:
+            jit.finish()
+
+    def report(self):
+        """The JIT's report (`bril.backend.jit.Jit.report`); nothing ran natively if it never
+        attached."""
+        jit = self.jit or self._make()
+        return jit.report()

@@ -1,0 +1,176 @@
+"""What `brili --jit` keeps across runs: compiled units, in the code cache.
+
+A *unit* is one piece of native code: a loop region of a function, or a
+function compiled whole (for native calls), with every function it calls
+compiled into it, so that it stands alone.  It is kept as a shared object
+(loaded with `bril.native_runtime.ffi`: no llvmlite, no LLVM at all on a hit) plus what the
+interpreter needs to use it without lowering it again: its symbol, the slot
+layout of the variables it reads and writes, the layout ids of the blocks it
+can leave to.  Its key hashes what the machine code is made from:
+`bril.native_runtime.nativert.native_digest` (our lowering and run-time sources, llvmlite's
+version, the optimisation level, the C compiler, this machine) and the Bril
+of the function and of every function it calls, with how their calls
+resolve, and the region's blocks.  Editing a function re-keys the units that
+compiled it in, and no other.
+
+A *profile* (`bril.backend.jitprofile`) says which of them a program used.
+"""
+
+import marshal
+
+from ..native_runtime import resume
+from ..cache.codecache import hasher
+from .jitprofile import FORMAT
+
+
+def unit_key(linked, kind, index, blocks, entries, level):
+    """The key of a unit: `kind` 'region' (blocks, entries: block indices) or 'call'."""
+    from ..native_runtime.nativert import native_digest
+    h = hasher(FORMAT + native_digest(level))
+    h.update(repr((kind, index, sorted(blocks or ()), sorted(entries or ()))).encode())
+    # The function and everything it calls, transitively (compiled into the unit).
+    from ..cache.codekeys import call_graph_digest
+    h.update(call_graph_digest(linked, index, inlined_only=False))
+    return h.hexdigest()
+
+
+def tried_here(profile, level):
+    """What the precompiler (`bril.backend.jit_precompile`) has tried to build for this
+    profile with today's compiler (`native_digest`: after an upgrade, whose
+    units the cache no longer finds, everything is tried again)."""
+    from ..native_runtime.nativert import native_digest
+    if profile.get("tried_for") != native_digest(level).hex():
+        return []
+    return profile.get("tried", [])
+
+
+def mark_tried(profile, what, level):
+    """Note in the profile that building `what` failed with today's compiler."""
+    from ..native_runtime.nativert import native_digest
+    profile["tried"] = tried_here(profile, level) + [what]
+    profile["tried_for"] = native_digest(level).hex()
+
+
+class LoadedUnit:
+    """A unit in this process: the address of its entry function and its data."""
+
+    def __init__(self, address, meta, lib=None):
+        self.address = address
+        self.meta = meta
+        self.lib = lib              # the shared object (kept loaded)
+
+
+def load_unit(cache, key):
+    """The unit stored under key, loaded without LLVM; None if it is not there."""
+    data = cache.get("unitdata", key)
+    path = cache.entry_path("unit", key) if data is not None else None
+    if path is None:
+        return None
+    try:
+        meta = marshal.loads(data)
+        from ..native_runtime.nativert import load_unit as dlopen, symbol_address
+        lib = dlopen(path)
+        return LoadedUnit(symbol_address(lib, meta["symbol"]), meta, lib)
+    except Exception:           # (a cache failure is a miss, never an error)
+        return None
+
+
+def stored_meta(cache, key):
+    """The data of the unit stored under key if the cache has it whole, else None
+    (without loading it)."""
+    data = cache.get_marshalled("unitdata", key)
+    if isinstance(data, dict) and cache.entry_path("unit", key) is not None:
+        return data
+    return None
+
+
+def store_unit(cache, key, shared_object, meta):
+    """Keep a built unit; returns it loaded from the cache, or None if it could not
+    be stored there (the caller then uses its own copy)."""
+    if not cache.put_marshalled("unitdata", key, meta):
+        return None
+    if not cache.put("unit", key, shared_object):
+        return None
+    return load_unit(cache, key)
+
+
+# --- making units (the running JIT, and the precompiler after a run) -------------------------
+
+def program_allocates(linked):
+    """Whether the program has an `alloc` (else it never has a pointer)."""
+    return any(i.get("op") == "alloc" for f in linked.functions for i in f.get("instrs") or [])
+
+
+class NeedsHeap(Exception):
+    """The unit touches memory, and the interpreter's heap is not the shared one."""
+
+
+def lower_region_unit(linked, fc, blocks, entries, name, prefix="u", shared=(), heap=True):
+    """(module, meta, defined, used, slots) of a loop region of `fc` (a FunctionCode):
+    the lowered module and what using it needs (see the module docstring)."""
+    from .jit_lower import lower_region
+    module, slots, defined, used = lower_region(linked, fc.index, blocks, sorted(entries),
+                                                name, prefix=prefix, compiled_functions=shared,
+                                                parents=loop_parents(fc, blocks))
+    allocates = program_allocates(linked)
+    needs_heap = any(resume.needs_heap(t, allocates) for t in slots.types.values())
+    if needs_heap and not heap:
+        raise NeedsHeap()
+    lids = {bi: b.lid for bi, b in enumerate(fc.blocks_by_index) if b.lid is not None}
+    meta = {"symbol": name, "heap": needs_heap, "slots": slots.as_data(), "lids": lids,
+            "instrs": sum(fc.blocks_by_index[bi].size for bi in blocks)}
+    return module, meta, defined, used, slots
+
+
+def loop_parents(fc, blocks):
+    """{header of a loop of `fc` in `blocks`: the innermost loop header around it
+    that is in `blocks` too, or None}."""
+    out = {}
+    for loop in fc.loops:
+        if loop.header in blocks:
+            p = loop.parent
+            while p is not None and p.header not in blocks:
+                p = p.parent
+            out[loop.header] = None if p is None else p.header
+    return out
+
+
+def lower_call_unit(linked, index, name, prefix="u", shared=(), heap=True):
+    """(module, meta, defined, used) of function `index` compiled whole, for calls."""
+    from .jit_lower import lower_call
+    module, types, result, defined, used = lower_call(linked, index, name, prefix=prefix,
+                                                      compiled_functions=shared)
+    allocates = program_allocates(linked)
+    needs_heap = any(resume.needs_heap(t, allocates) for t in types + [result] if t is not None)
+    if needs_heap and not heap:
+        raise NeedsHeap()
+    meta = {"symbol": name, "types": types, "result": result, "heap": needs_heap}
+    return module, meta, defined, used
+
+
+def build_unit(cache, key, module, meta, level):
+    """Compile a lowered unit to a shared object and keep it; the unit, loaded (or None
+    if it could not be kept)."""
+    from .native import build_shared_object
+    return store_unit(cache, key, build_shared_object(module, level), meta)
+
+
+def spawn_precompile(cache, key, source, level, wait=False):
+    """Compile, in a process of its own, the hot code the profile `key` lists without
+    units (`bril.backend.jit_precompile`); the program goes with it (`source`: program,
+    base folder, library folders, file name).  Returns at once unless `wait`."""
+    if not cache.put_marshalled("program", key, source):
+        return
+    import os
+    import sys
+    argv = [sys.executable, "-m", "bril.backend.jit_precompile", cache.directory, key, str(level)]
+    # (os.posix_spawn, not subprocess: importing that costs the run that spawns,
+    # often a short one, several ms; its own session, so that a Ctrl-C or the
+    # terminal closing does not stop it half-way, and nothing of ours open)
+    null = [(os.POSIX_SPAWN_OPEN, fd, os.devnull, os.O_RDWR, 0) for fd in (0, 1, 2)]
+    try:
+        pid = os.posix_spawn(sys.executable, argv, os.environ, file_actions=null, setsid=True)
+    except (OSError, AttributeError, TypeError):     # (no posix_spawn, or no setsid)
+        return
+    if wait:
+        os.waitpid(pid, 0)

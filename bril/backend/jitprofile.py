@@ -1,0 +1,58 @@
+"""What `brili --jit` remembers about a program between runs, in the code cache.
+
+A *profile* belongs to a program (keyed by all its functions): which regions
+and functions were hot in earlier runs, how long they ran interpreted, which
+units they have, and whether native code needed the shared heap.  A run that
+finds one enters native code at the first arrival instead of counting first.
+
+Kept apart from `bril.backend.jitcache` (the units) because every `--jit` run looks
+its profile up at start, before it knows whether anything will be hot: this
+much and no more is imported then (`bril.backend.jit_deferred`).
+"""
+
+from ..cache.codecache import hasher
+
+FORMAT = b"bril-jit-2"
+
+
+def _function_digest(linked, index, h):
+    func = linked.functions[index]
+    h.update(b"\0function %d\0" % index)
+    h.update(repr(func).encode("utf-8", "surrogatepass"))
+
+
+def program_key(linked):
+    """The identity of a linked program (every function, in order, whole)."""
+    h = hasher(FORMAT + b"program")
+    for i in range(len(linked.functions)):
+        _function_digest(linked, i, h)
+    return h.hexdigest()
+
+
+def profile_key(linked):
+    """Where a program's profile is kept: a digest of its outline (functions, their
+    signatures and sizes), cheap to make at every start.  The profile itself holds
+    the full `program_key`, checked when one is found (`load_profile`), so that
+    hashing every instruction is paid only by programs that have a profile."""
+    h = hasher(FORMAT + b"outline")
+    for i, f in enumerate(linked.functions):
+        h.update(repr((i, f.get("name"), f.get("args"), f.get("type"),
+                       len(f.get("instrs") or ()))).encode("utf-8", "surrogatepass"))
+    return h.hexdigest()
+
+
+def load_profile(cache, key, linked=None):
+    """The profile kept under `key` (`profile_key`), if it is this program's (with
+    `linked`: its full `program_key` is checked)."""
+    profile = cache.get_marshalled("profile", key)
+    if not isinstance(profile, dict):
+        return None
+    if linked is not None and profile.get("program") != program_key(linked):
+        return None                 # another program with the same outline
+    return profile
+
+
+def store_profile(cache, key, profile, linked=None):
+    if linked is not None:
+        profile = dict(profile, program=program_key(linked))
+    cache.put_marshalled("profile", key, profile)

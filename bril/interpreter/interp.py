@@ -1,0 +1,651 @@
+"""The Bril interpreter (public API): link, compile to Python, run.
+
+    run(prog, argv=(), *, out=None, base_dir=None, lib_dirs=()) -> int
+    run_capture(prog, argv=(), timeout=None) -> (stdout text, count)
+
+`run` links imports (`bril.ir.linker`), turns every function reachable from
+@main into Python source (`bril.interpreter.codegen`, guided by `bril.analysis.typecheck`),
+compiles it once, and calls @main with its command-line arguments parsed by
+their declared types (`bril.ir.values`).  It returns the number of dynamic
+instructions (what `brili -p` prints) and raises `BrilError` with the
+reference interpreter's message for every Bril error; output printed before
+an error has been written to `out` (and flushed) when the error is raised.
+
+Semantics beyond the reference interpreter (all documented in the team brief):
+
+* Integers are exact signed 64-bit values (wrapping), also in JSON constants
+  and in @main arguments (read exactly, not through a double).
+* Speculation nests as the spec says: `commit` ends the innermost
+  speculation and returns to its parent.  An abort (failed `guard`) restores
+  the variables, *including ssa2 shadow variables* (`set`), to their values
+  at the matching `speculate` (the reference does not roll back shadow
+  variables); the heap and the output are not rolled back.
+* The classic SSA `phi` picks the argument whose label is the
+  second-most-recently executed label (docs/lang/ssa.md).
+* Deep recursion runs in a thread with a large stack and a high recursion
+  limit; a runaway recursion ends in a one-line error.
+
+For a tracer or a native engine: `compile_program(prog, ...)` returns the
+`CompiledProgram`, whose `codes` map function indices to `FunctionCode`
+objects (blocks in layout order, variables at block entry, generated source,
+`entry_source()` to start a function at any block with given variables); see
+`bril.interpreter.codegen`.  `run(..., recorder=R)` (or `run_recording`) reports function
+entries, blocks and returns to R (`brili --trace`), the same events in every
+tier: the cold tier reports them itself, and promotes hot functions to their
+recording variants (`record`, `osrrecord`).
+"""
+
+import io
+import sys
+
+from ..ir.errors import BrilError
+from ..ir import messages as M
+from . import heap as heapmod
+from ..ir.linker import link
+from ..native_runtime.pynames import function_name, shadow_name, var_name, variant_name
+from ..ir.ops import HELPERS as OP_HELPERS
+from ..ir.support import CHECK_FUNCTIONS
+from ..ir.values import UNDEF, MISSING, format_float, format_value, kind_of, parse_main_args
+
+# Nested Bril calls allowed before "recursion too deep" (the reference, on a 1 MB
+# JavaScript stack, stops far earlier).
+MAX_CALL_DEPTH = 200_000
+# Python frames allowed beyond that for activations in the cold tier (three frames a
+# call; a function is promoted after a few hundred calls at most).
+COLD_FRAMES = 30_000
+THREAD_STACK = 512 * 1024 * 1024
+
+
+# --- helpers the generated code calls --------------------------------------------------
+
+def _phi_error(prev, label_ids):
+    if prev is None:
+        raise BrilError("phi: no predecessor label has been executed")
+    name = next((k for k, v in label_ids.items() if v == prev), prev)
+    raise BrilError(f"phi has no argument for label {name}")
+
+
+def _fact_violated(what, value):
+    """Checking mode (`bril.interpreter.codegen._Emitter.emit_fact_checks`): a range fact the
+    generated code relied on does not hold -- a bug of the tool, not of the program."""
+    raise BrilError(f"internal error: range fact violated: {what} (got {value!r})")
+
+
+class _Unbound:
+    __slots__ = ()
+
+
+_BASE_NAMESPACE = dict(OP_HELPERS)
+_BASE_NAMESPACE.update(CHECK_FUNCTIONS)
+_BASE_NAMESPACE.update(heapmod.HELPERS)
+_BASE_NAMESPACE.update({
+    "_E": BrilError,
+    "_phi_error": _phi_error,
+    "_RF": _fact_violated,
+    "_ff": format_float,
+    "_fv": format_value,
+    "_kind": kind_of,
+    "_UNDEF": UNDEF,
+    "_UNB": _Unbound(),
+    "_INF": float("inf"),
+    "_NAN": float("nan"),
+})
+
+
+# --- compiling a program -----------------------------------------------------------------
+
+class CompiledProgram:
+    """The generated Python code of a linked program, with its run-time namespace."""
+
+    def __init__(self, linked, out, native_heap=False, check_facts=None):
+        self.linked = linked
+        # Checking mode: the generated code asserts the range facts it relies on
+        # (`check_facts`, else the environment variable BRIL_CHECK_FACTS, read here once).
+        if check_facts is None:
+            from ..cache.codekeys import check_facts_requested
+            check_facts = check_facts_requested()
+        self.check_facts = bool(check_facts)
+        self.native_heap = False
+        self.heap = heapmod.Heap()
+        self.ns = dict(_BASE_NAMESPACE)
+        self.ns["_N"] = 0
+        self.out = out              # (native code's output goes to it as bytes)
+        self.ns["_P"] = out.write
+        self.ns["_alloc"] = self.heap.alloc
+        self.ns["_free"] = self.heap.free
+        self.codes = {}             # global function index -> FunctionCode
+        self.cache = None           # a bril.cache.codecache.CodeCache for generated code
+        self._prefetched = {}       # cache key -> an entry read by `cached` for `load`
+        self.jit_mode = False       # promote to the jit variant (brili --jit)
+        self.record_mode = False    # promote to the record variant (a trace recorder runs)
+        self.eager_functions = set()    # promoted at their first call (the JIT's profile)
+        self.jit_code_loops = {}    # jit variants' Python names -> their loops' lines
+        self.jit_promoted = {}      # function index -> its jit variant, once promoted
+        if native_heap:
+            from ..native_runtime.nativert import runtime_library
+            self.use_native_heap(runtime_library())
+
+    def use_native_heap(self, rt):
+        """Keep the heap in brilrt's region table (`bril.interpreter.heap.NativeHeap`), shared
+        with native code; before any code is generated.  Returns the heap."""
+        assert not self.codes, "the heap must be chosen before code is generated"
+        self.native_heap = True
+        self.heap = heapmod.NativeHeap(rt)
+        self.ns.update(heapmod.NATIVE_HELPERS)
+        self.ns["_hpair"] = self.heap.from_pair
+        self.ns["_hregs"] = self.heap.regions
+        self.ns["_alloc"] = self.heap.alloc
+        self.ns["_free"] = self.heap.free
+        return self.heap
+
+    # used by the code generator
+    def resolve_call(self, caller_index, name):
+        """The FunctionCode a call names, or the reference's error text."""
+        r = self.linked.resolve_call(caller_index, name)
+        return r if isinstance(r, str) else self.function_code(r)
+
+    @property
+    def cold(self):
+        engine = self.__dict__.get("_cold")
+        if engine is None:
+            from .cold import ColdEngine
+            engine = self._cold = ColdEngine(self)
+        return engine
+
+    # --- loading generated code ----------------------------------------------------
+
+    def load(self, index, variant, osr=None):
+        """The Python function of a variant (see `load_with_links`)."""
+        return self.load_with_links(index, variant, osr)[0]
+
+    def load_with_links(self, index, variant, osr=None):
+        """(function, Links): the Python function of one variant of function `index` (`osr`: the block
+        an osr variant is entered at), generated -- or taken from the code cache,
+        without analysing the function -- and defined in the namespace with what it
+        needs bound; None for an osr variant at a block that is no loop header."""
+        key = self._cache_key(index, variant, osr)
+        found = self._prefetched.pop(key, None) if key is not None else None
+        if found is None:
+            found = self._from_cache(key)
+        if found is None:
+            fc = self.function_code(index)
+            if osr is not None and osr not in fc.osr_headers:
+                found = (None, None)
+            else:
+                src, links = fc.source_and_links(variant, osr)
+                self._dump_more(src)
+                found = (compile(src, f"<bril @{fc.name} {variant}>", "exec"), links)
+            self._to_cache(key, found)
+        code, links = found
+        if code is None:
+            return None, None
+        self._bind(links)
+        exec(code, self.ns)
+        return self.ns[links.defname], links
+
+    def _bind(self, links):
+        ns = self.ns
+        ns.update(links.constants)
+        for i in links.callees:
+            name = function_name(i, self.linked.functions[i].get("name", ""))
+            if self.record_mode:
+                name += "__record"      # (recording variants call recording variants)
+            if name not in ns:
+                ns[name] = self.cold.stub(i)
+        for name, i, variant in links.variants:
+            if name not in ns:
+                ns[name] = self._lazy_variant(name, i, variant)
+        for name, (i, header) in links.counters.items():
+            if name not in ns:
+                ns[name] = self.jit_flag_start(i, header)
+        if links.info.get("loops") and self.jit_mode:
+            self.jit_code_loops[links.defname] = links.info["loops"]
+
+    def _lazy_variant(self, name, index, variant):
+        """A stand-in that loads a variant on its first call (then binds it)."""
+        def first_call(*args):
+            fn = self.ns[name] = self.load(index, variant)
+            return fn(*args)
+        return first_call
+
+    def cached(self, index, variant, osr=None):
+        """Is this variant's code in the code cache (then loading it costs little)?
+        The entry read is kept for the `load` that follows."""
+        key = self._cache_key(index, variant, osr)
+        if key is None:
+            return False
+        found = self._from_cache(key)
+        if found is None:
+            return False
+        self._prefetched[key] = found
+        return True
+
+    def _cache_key(self, index, variant, osr):
+        if self.cache is None or variant not in _CACHED_VARIANTS or _dump_requested():
+            return None
+        from ..cache.codekeys import function_key
+        return function_key(self.linked, index, variant, osr,
+                            (self.native_heap, self.check_facts))
+
+    def _from_cache(self, key):
+        if key is None:
+            return None
+        found = self.cache.get_marshalled("py", key)
+        if not (isinstance(found, tuple) and len(found) == 2):
+            return None
+        code, links = found
+        return code, _links_from_data(links)
+
+    def _to_cache(self, key, found):
+        if key is None:
+            return
+        code, links = found
+        # (an object marshal cannot store: no entry)
+        self.cache.put_marshalled("py", key,
+                                  (code, links.as_data() if links is not None else None))
+
+    def promoted_variant(self, osr=False):
+        """The variant `promote` (or, with osr, `osr_entry`) loads."""
+        if osr:
+            return "osrjit" if self.jit_mode else "osrrecord" if self.record_mode else "osr"
+        return "jit" if self.jit_mode else "record" if self.record_mode else "normal"
+
+    def promote(self, cf):
+        """The generated code of the function the cold tier's cf runs, now bound
+        to its Python name (later calls run it): its normal variant, under the
+        JIT its jit variant (with counters that hand hot loops to native code),
+        with a trace recorder its record variant."""
+        if self.jit_mode:
+            fast = self.jit_wrap(cf.index, self.load(cf.index, "jit"))
+            cf.fast = self.ns[function_name(cf.index, cf.name)] = fast
+        elif self.record_mode:
+            fast = cf.fast = self.load(cf.index, "record")
+        else:
+            fast = cf.fast = self.load(cf.index, "normal")
+        return fast
+
+    def osr_entry(self, cf, block):
+        """A callable(env) that goes on running cf's activation in generated code at
+        block `block` (a loop header) with the cold tier's variables; None if the
+        generated code cannot be entered there."""
+        entries = cf.osr_headers
+        if entries is None:
+            entries = cf.osr_headers = {}
+        if block in entries:
+            return entries[block]
+        # (under the JIT, the osr variant with the JIT's loop counters; recording, the
+        # one reporting to the recorder)
+        entry, links = self.load_with_links(cf.index, self.promoted_variant(osr=True), block)
+        if entry is not None and links.label_ids is not None:
+            entry = _phi_labels_to_ids(entry, links.label_ids)
+        entries[block] = entry
+        return entry
+
+    def stop_recording(self):
+        """The recorder stopped listening (its budget ran out): no more events, and
+        functions promoted from now on get their normal variants."""
+        self.ns.update(_RE=_no_event, _RB=_no_event, _RL=_no_event, _RS=True)
+        self.record_mode = False
+        cold = self.__dict__.get("_cold")
+        if cold is not None:
+            cold.stop_recording()
+            for cf in cold.functions.values():
+                cf.fast = None          # (promoted again, to the normal variant)
+        # Calls from now on, made by frames still in record variants too, run the
+        # normal variants: a recursive function's every call would otherwise enter
+        # its record variant and move to the osr variant at its first loop header.
+        ns = self.ns
+        for i, func in enumerate(self.linked.functions):
+            rec_name = variant_name(i, func.get("name", ""), "record")
+            if rec_name in ns:
+                ns[rec_name] = self._lazy_variant(rec_name, i, "normal")
+
+    @staticmethod
+    def sample_values(recorder):
+        """What a record variant calls with its locals when the recorder asks for
+        the values at a loop entry (`Recorder.sample`: by Bril names)."""
+        sample = getattr(recorder, "sample", None)
+
+        def values(stats, loc):
+            sample(stats, lambda v: loc.get(var_name(v)))
+        return values
+
+    def resume_unrecorded(self, index, header, loc):
+        """A record variant's frame once the recorder has stopped: go on at loop
+        header block `header` in function `index`'s osr variant, with the frame's
+        locals `loc` (returns what the function returns)."""
+        fc = self.function_code(index)
+        entries = self.__dict__.setdefault("_unrecorded", {})
+        entry = entries.get((index, header))
+        if entry is None:
+            entry, links = self.load_with_links(index, "osr", header)
+            if links.label_ids is not None:
+                entry = _phi_labels_to_ids(entry, links.label_ids)
+            entries[(index, header)] = entry
+        names = self.__dict__.setdefault("_unrecorded_names", {}).get(index)
+        if names is None:
+            # (Bril name or cold-tier key, Python local), once per function
+            names = [(v, var_name(v)) for v in fc.variables]
+            names += [(("shadow", k[1]), shadow_name(k[1]))
+                      for k in set(fc.generic_types.spec_vars) | set(fc.types.spec_vars)
+                      if isinstance(k, tuple)]
+            self._unrecorded_names[index] = names
+        env = {v: loc[n] for v, n in names if n in loc}
+        if fc.has_phi:
+            # (phi's labels by name, as the cold tier keeps them: this frame's ids are
+            # the record variant's)
+            names = {i: lab for lab, i in fc.label_ids.items()}
+            env[2], env[3] = names.get(loc.get("_lb")), names.get(loc.get("_pl"))
+        return entry(env)
+
+    def _dump_more(self, src):
+        dump = _dump_requested()
+        if dump:
+            _dump(src, dump)
+
+    def function_code(self, index):
+        fc = self.codes.get(index)
+        if fc is None:
+            from .codegen import FunctionCode     # (not needed by runs that stay cold)
+            fc = self.codes[index] = FunctionCode(index, self.linked.functions[index], self)
+        return fc
+
+    def jit_flag_start(self, index, header):
+        """Whether a loop of function `index` calls the JIT at its header from the
+        start (set by `bril.backend.jit.Jit.attach`)."""
+        return False
+
+    def jit_wrap(self, index, fn):
+        """What a promoted function's name is bound to under the JIT (set by
+        `bril.backend.jit.Jit.attach`: a native call, or a counting stand-in); before the
+        JIT attaches (`bril.backend.jit_deferred`), itself."""
+        self.jit_promoted[index] = fn
+        return fn
+
+    def prepare(self, root_index, record=False, jit=False):
+        """Type-check every function reachable from root_index, then generate and
+        compile their code (their recording variants if `record`; with `jit`, the
+        jit variant of every function that has a loop, under the normal name)."""
+        todo = [root_index]
+        seen = {root_index}
+        while todo:
+            fc = self.function_code(todo.pop())
+            for b in fc.blocks_by_index:
+                for instr in b.instrs:
+                    if instr["op"] == "call" and instr.get("funcs"):
+                        r = self.linked.resolve_call(fc.index, instr["funcs"][0])
+                        if isinstance(r, int) and r not in seen:
+                            seen.add(r)
+                            todo.append(r)
+        for index in sorted(self.codes):
+            fc = self.codes[index]
+            if record:
+                self.load(index, "record")
+            elif jit:
+                self.load(index, "jit")
+                self.load(index, "jitx")
+                self.ns[fc.pyname] = self.ns[fc.pyname + "__jit"]
+            else:
+                self.load(index, "normal")
+
+    def entry_function(self, index):
+        """The `__entry(_b, _vars)` variant of a function (compiled on demand)."""
+        name = variant_name(index, self.linked.functions[index].get("name", ""), "entry")
+        fn = self.ns.get(name)
+        return fn if fn is not None else self.load(index, "entry")
+
+
+# Variants kept in the code cache (the others carry hooks numbered per run).
+_CACHED_VARIANTS = ("normal", "generic", "osr", "osrjit", "entry", "jit", "jitx")
+
+
+def _no_event(*args):
+    pass
+
+
+def _links_from_data(data):
+    if data is None:
+        return None
+    from ..native_runtime.pynames import Links
+    return Links.from_data(data)
+
+
+def _phi_labels_to_ids(entry, label_ids):
+    """The cold tier keeps phi's current and previous labels by name; generated code
+    by number."""
+    def enter(env):
+        env[2] = label_ids.get(env.get(2))
+        env[3] = label_ids.get(env.get(3))
+        return entry(env)
+    return enter
+
+
+def _dump_requested():
+    import os
+    return os.environ.get("BRIL_DUMP_PY")
+
+
+def _dump(text, where):
+    """BRIL_DUMP_PY=1 (or - or stderr): to stderr; otherwise appended to that file."""
+    if where in ("1", "-", "stderr"):
+        sys.stderr.write(text)
+    else:
+        with open(where, "a") as fh:
+            fh.write(text)
+
+
+def compile_program(prog, *, out=None, base_dir=None, lib_dirs=(), filename=None,
+                    native_heap=False, check_facts=None):
+    """Link and compile prog; returns (CompiledProgram, index of @main).  With
+    `native_heap`, the heap lives in brilrt's region table (`bril.interpreter.heap.NativeHeap`).
+    `check_facts`: the checking mode (see `run`)."""
+    linked = link(prog, base_dir=base_dir, lib_dirs=lib_dirs, filename=filename)
+    main = linked.main_index()
+    compiled = CompiledProgram(linked, out if out is not None else sys.stdout,
+                               native_heap=native_heap, check_facts=check_facts)
+    return compiled, main
+
+
+# --- running ---------------------------------------------------------------------------
+
+
+def _translate(exc):
+    """A BrilError for an exception escaping generated code."""
+    if isinstance(exc, BrilError):
+        return exc
+    if isinstance(exc, NameError):      # includes UnboundLocalError
+        import re
+        m = re.search(r"'([^']+)'", str(exc))
+        from ..native_runtime.pynames import bril_name_of
+        who = bril_name_of(m.group(1)) if m else None
+        if who is not None:
+            kind, name = who
+            if kind == "var":
+                return BrilError(M.text(M.UNDEFINED_VARIABLE, name=name))
+            return BrilError(M.text(M.NO_SET, name=name))
+    if isinstance(exc, KeyError) and exc.args and isinstance(exc.args[0], str):
+        # The cold tier keeps variables in a dict: a read of an unset one.
+        return BrilError(M.text(M.UNDEFINED_VARIABLE, name=exc.args[0]))
+    if isinstance(exc, ZeroDivisionError):
+        # `div` on operands known to be non-negative compiles to a bare `//`
+        # (ops.py's py_nonneg template), which lets Python catch the zero.
+        return BrilError(M.DIVISION_BY_ZERO)
+    if isinstance(exc, RecursionError):
+        return BrilError(f"recursion too deep (more than {MAX_CALL_DEPTH} nested calls)")
+    if isinstance(exc, TimeLimit):
+        return BrilError("time limit exceeded")
+    if isinstance(exc, MemoryError):
+        return BrilError("out of memory")
+    if isinstance(exc, OSError):
+        return BrilError(f"cannot write the output: {exc.strerror or exc}")
+    return BrilError(f"internal error: {type(exc).__name__}: {exc}")
+
+
+class TimeLimit(Exception):
+    """Raised inside a run that outlived its `timeout` (see `run`)."""
+
+
+def _call_in_big_thread(fn, timeout=None):
+    """Run fn() in a thread with a large C stack and a high recursion limit.
+
+    With a `timeout` (seconds), a run still going after it is stopped by
+    raising TimeLimit inside its thread (delivered at the next bytecode).
+    (`_thread` rather than `threading`, which costs 4 ms of every start.)"""
+    import _thread
+    result = {}
+    done = _thread.allocate_lock()
+    done.acquire()
+
+    def target():
+        try:
+            result["value"] = fn()
+        except BaseException as e:          # re-raised in the caller's thread
+            result["error"] = e
+        finally:
+            done.release()
+
+    old_limit = sys.getrecursionlimit()
+    old_stack = _thread.stack_size()
+    try:
+        sys.setrecursionlimit(MAX_CALL_DEPTH + COLD_FRAMES + 200)
+        _thread.stack_size(THREAD_STACK)
+        # Like a daemon thread: Ctrl-C (delivered to the main thread, whose wait
+        # below it interrupts) ends the process even if the program loops forever.
+        ident = _thread.start_new_thread(target, ())
+        if not done.acquire(timeout=-1 if timeout is None else timeout):
+            import ctypes
+            ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(ident),
+                                                       ctypes.py_object(TimeLimit))
+            done.acquire()
+    finally:
+        _thread.stack_size(old_stack)
+        sys.setrecursionlimit(old_limit)
+    if "error" in result:
+        raise result["error"]
+    return result.get("value")
+
+
+TIERS = ("auto", "cold", "fast")
+# Under the JIT: cold-tier instructions before promotion, per visit of `--hot N`.
+JIT_PROMOTE_PER_HOT = 4
+
+
+def _fast_call(compiled, main, mfunc, values, record):
+    """The call that runs @main in generated code."""
+    if record and not any(v is MISSING for v in values):
+        fn = compiled.ns[compiled.codes[main].pyname + "__record"]
+        return lambda: fn(*values)
+    if any(v is MISSING for v in values):
+        # Parameters of types the reference does not parse stay unset.
+        entry = compiled.entry_function(main)
+        names = [p["name"] for p in mfunc.get("args") or []]
+        state = {n: v for n, v in zip(names, values) if v is not MISSING}
+        return lambda: entry(0, state)
+    fn = compiled.ns[compiled.codes[main].pyname]
+    return lambda: fn(*values)
+
+
+def run(prog, argv=(), *, out=None, base_dir=None, lib_dirs=(), filename=None,
+        recorder=None, jit=None, native_heap=False, timeout=None, tier="auto",
+        promote_after=None, cache=None, check_facts=None):
+    """Run @main of prog with string arguments; return the dynamic instruction count.
+
+    `tier` chooses how functions run: "auto" (the default) starts every function
+    in the cold tier (`bril.interpreter.cold`: nothing prepared that does not run) and moves
+    hot functions to generated Python, also in the middle of a loop; "cold"
+    never leaves the cold tier; "fast" generates Python for every function
+    reachable from @main before the first instruction.  A recording run
+    (`recorder`) reports the same events in every tier.  `promote_after` (tests): promote a
+    function once it ran that many instructions in the cold tier, whatever its
+    size (0: at its first backward jump or second call).  `cache`: a
+    `bril.cache.codecache.CodeCache` where generated code is looked up before it is
+    generated, and stored (`brili` uses one; by default none).
+
+    With a `timeout` (seconds), a run that takes longer ends in a BrilError
+    ("time limit exceeded"); `brili --trace` bounds its checking runs so.
+
+    With `native_heap`, the heap lives in brilrt's region table, shared with
+    native code (`bril.interpreter.heap.NativeHeap`; statically typed programs only).
+
+    With a `recorder` (a `bril.tracing.trace_record.Recorder`), function entries, basic
+    blocks and returns are reported to it (`brili --trace`): by the cold tier
+    (`ColdEngine.record_to`) and by the recording variants of generated code it
+    promotes hot functions to (`record`, and `osrrecord` for on-stack
+    replacement), so nothing is analysed or generated for code that stays
+    cold; with tier "fast", every reachable function's record variant up front.
+
+    With `check_facts` (default: the environment variable BRIL_CHECK_FACTS=1), the
+    generated code asserts every range fact of `bril.analysis.typecheck` it relies on (no
+    wrap-around where a test was dropped, the sign of `div` operands compiled to
+    `//`, each int variable's inferred range at block entry); a violated one is a
+    BrilError "internal error: range fact violated: ...".  Off, it costs nothing."""
+    out = out if out is not None else sys.stdout
+    compiled, main = compile_program(prog, out=out, base_dir=base_dir, lib_dirs=lib_dirs,
+                                     filename=filename, native_heap=native_heap,
+                                     check_facts=check_facts)
+    compiled.cache = cache
+    mfunc = compiled.linked.functions[main]
+    values = parse_main_args(mfunc.get("args") or [], list(argv))
+    try:
+        if recorder is not None:
+            compiled.ns.update(_RE=recorder.enter, _RB=recorder.block, _RL=recorder.leave,
+                               _RS=False, _RX=compiled.resume_unrecorded,
+                               _RV=compiled.sample_values(recorder))
+            on_stop = getattr(recorder, "on_stop", None)
+            if on_stop is not None:
+                on_stop.append(compiled.stop_recording)
+        if jit is not None:
+            jit.source = (prog, base_dir, list(lib_dirs), filename)
+            jit = jit.attach(compiled)
+        if recorder is not None and jit is not None:
+            raise ValueError("a run cannot both record and use the JIT")
+        compiled.jit_mode = jit is not None
+        compiled.record_mode = recorder is not None
+        if tier not in TIERS:
+            raise ValueError(f"tier must be one of {TIERS}")
+        if tier != "fast":
+            cold = compiled.cold
+            cold.promote_enabled = tier == "auto"
+            cold.budget = promote_after
+            if recorder is not None:
+                cold.record_to(recorder)
+            if jit is not None and promote_after is None and jit.eager:
+                # With `--hot N` a function is generated (with its hot-loop counters)
+                # early enough that N still means N visits, roughly.  Otherwise the
+                # budget grows with the function's size, as without the JIT: a large
+                # function whose loops each run once must not pay for its analysis.
+                cold.budget = JIT_PROMOTE_PER_HOT * min(jit.hot, jit.hot_calls)
+            names = [p["name"] for p in mfunc.get("args") or []]
+            state = {n: v for n, v in zip(names, values) if v is not MISSING}
+            call = lambda: cold.activate(cold.function(main), state)   # noqa: E731
+        else:
+            compiled.prepare(main, record=recorder is not None, jit=jit is not None)
+            call = _fast_call(compiled, main, mfunc, values, recorder is not None)
+        try:
+            _call_in_big_thread(call, timeout)
+        except (KeyboardInterrupt, BrokenPipeError):
+            raise                       # the command's business (exit quietly)
+        except BaseException as e:
+            raise _translate(e) from None
+        if jit is not None:
+            jit.finish()
+        if compiled.heap.leaked():
+            raise BrilError("Some memory locations have not been freed by end of execution.")
+        cold = compiled.__dict__.get("_cold")
+        return compiled.ns["_N"] + (cold.count if cold is not None else 0)
+    finally:
+        flush = getattr(out, "flush", None)
+        if flush is not None:
+            flush()
+
+
+def run_recording(prog, argv, out, recorder):
+    """Run prog reporting to `recorder` (see `run`); returns the dynamic count."""
+    return run(prog, argv, out=out, recorder=recorder)
+
+
+def run_capture(prog, argv=(), timeout=None, **options):
+    """(stdout text, dynamic instruction count); raises BrilError."""
+    buf = io.StringIO()
+    count = run(prog, argv, out=buf, timeout=timeout, **options)
+    return buf.getvalue(), count

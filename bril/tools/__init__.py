@@ -1,0 +1,1 @@
+"""Tools over programs: benchmark runs (bril-bench) and CFG drawings (bril2dot)."""

@@ -1,0 +1,3 @@
+"""Tracing: recording hot loops, building, optimizing, selecting and splicing speculative
+traces, value specialization.
+"""
