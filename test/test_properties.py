@@ -1,4 +1,4 @@
-"""Property tests: programs nobody wrote (see README, "Property testing").
+"""Property tests: programs nobody wrote (see docs/testing.md, "Property tests").
 
 Random well-formed, terminating programs (`strategies.py`) must
   1. survive the text format: parse(format(p)) == p, and the commands agree;
