@@ -211,7 +211,7 @@ def fmt_time(t):
 
 def main(argv=None):
     # `brili --jit` may leave a background process compiling for the next run
-    # (bril.backend.jit_precompile); while timing, it would steal the CPU from the
+    # (bril.backend.jit_server); while timing, it would steal the CPU from the
     # measurements that follow, so it is off unless asked for.
     os.environ.setdefault("BRIL_JIT_PRECOMPILE", "0")
     # A code cache of this run's own: what earlier runs of these programs left

@@ -18,7 +18,8 @@ usage: brili [-p] [-f FILE | --text] [-L DIR]... [--tier T] [--no-cache]
              [--trace OUT.json [--hot N] [--trace-report FILE] [--trace-no-opt]
                                [--trace-counts] [--trace-specialize]
                                [--trace-pass SPEC]... [--load FILE.py NAME]...]
-             [--jit [--hot N] [--jit-background] [--jit-report FILE]] [ARGS...]
+             [--no-jit | --jit [--hot N] [--jit-background] [--jit-report FILE]]
+             [ARGS...]
        brili --cache-info | --cache-clear
 
 Run the Bril program read as JSON from standard input; ARGS are the
@@ -83,21 +84,25 @@ options:
                --trace-pass)
   --hot N      a loop header is hot after N visits (default 56 for --trace,
                1000 for --jit); with --jit, hot code is compiled as soon as
-               it is hot (without --hot, only once it has already run long
-               enough to pay for its compilation, see --jit)
+               it is hot, in this process, by arrival counts (deterministic;
+               without --hot, hot code is found by sampling, see --jit)
   --trace-report FILE
                per trace: function, header, blocks and instructions covered,
                guards, entries, aborts, instructions saved; JSON if FILE ends in
                .json, text otherwise ("-" for stderr)
-  --jit        compile hot loops (and functions called 5N times) to native
-               code with LLVM while the program runs; same output, errors and
-               -p count as without it.  A loop or function is compiled once
-               it has run interpreted for 12 times its predicted compile cost
-               (so a run is never more than about 10% slower than without
-               --jit); compiled code and what was hot are kept in the code
-               cache, so the next run of the same program starts native code
-               at once, without LLVM.  A program with no loop and no call
-               cannot get hot: it runs as without --jit
+  --jit        (the default) hot loops and functions become native code
+               (LLVM) while the program runs; same output, errors and -p count
+               as without it.  A sampler looks at the running program every
+               5 ms; a loop or function it sees hot for a few looks is compiled
+               by a compile server, a process of its own on another core, while
+               the program runs on, and entered at its next arrival.  On a
+               single core, a unit is compiled only once it has run for 12 times
+               its predicted compile cost.  Compiled code and what was hot are
+               kept in the code cache: the next run of the same program starts
+               native code at once, without LLVM, and what a run found hot but
+               did not get compiled is built after it, for the next.  Without
+               a usable code cache or a C compiler, brili runs interpreted
+  --no-jit     the interpreter alone (also: BRIL_JIT=0)
   --jit-background
                with --jit: compile on a second thread while the program goes
                on interpreted (by default the interpreter waits for the
@@ -129,7 +134,8 @@ class _Options:
         self.trace_specialize = False
         self.trace_passes = []
         self.loads = []
-        self.jit = False
+        self.jit = None                 # None: the default (on unless BRIL_JIT=0)
+        self.jit_default = False        # (the JIT is on because it is the default)
         self.jit_background = False
         self.jit_report = None
         self.tier = None
@@ -143,7 +149,8 @@ _FLAGS = {
     "-h": ("help", True), "--help": ("help", True), "--text": ("text", True),
     "--dump-py": ("dump", True), "--trace-no-opt": ("trace_no_opt", True),
     "--trace-counts": ("trace_counts", True), "--trace-specialize": ("trace_specialize", True),
-    "--jit": ("jit", True), "--jit-background": ("jit_background", True),
+    "--jit": ("jit", True), "--no-jit": ("jit", False),
+    "--jit-background": ("jit_background", True),
     "--no-cache": ("cache", False),
     "--cache-info": ("cache_command", "--cache-info"),
     "--cache-clear": ("cache_command", "--cache-clear"),
@@ -212,8 +219,12 @@ def parse_args(argv):
         raise BrilError("--trace-pass and --load need --trace")
     if opts.jit and opts.trace is not None:
         raise BrilError("--jit and --trace cannot be used together")
-    if (opts.jit_report is not None or opts.jit_background) and not opts.jit:
-        raise BrilError("--jit-report and --jit-background need --jit")
+    if (opts.jit_report is not None or opts.jit_background) and opts.jit is False:
+        raise BrilError("--jit-report and --jit-background need the JIT (not --no-jit)")
+    if opts.jit is None:
+        opts.jit = opts.trace is None and os.environ.get("BRIL_JIT", "1") not in (
+            "0", "no", "off", "false")
+        opts.jit_default = True
     return opts
 
 
@@ -271,8 +282,9 @@ def _run_program(prog, filename, opts):
     out = _program_output()
     if opts.trace is not None and not prog.get("imports"):
         count = _trace(prog, opts, out)
-    elif opts.jit and (opts.jit_report is not None or opts.hot or may_run_long(prog)):
-        count = _jit(prog, opts, out, base_dir, filename)
+    elif opts.jit and (opts.jit_report is not None or opts.hot or may_run_long(prog)) \
+            and (jit_cache := _jit_cache(opts)) is not False:
+        count = _jit(prog, opts, out, base_dir, filename, jit_cache)
     else:
         if opts.trace is not None and opts.trace_report is None:
             sys.stderr.write("note: programs with imports are not traced\n")
@@ -335,18 +347,27 @@ def _trace(prog, opts, out):
     return result.original_count
 
 
-def _jit(prog, opts, out, base_dir, filename):
-    """`--jit`: run with hot loops compiled to native code (and write the report,
-    also when the program fails)."""
+def _jit_cache(opts):
+    """The code cache the JIT keeps its units in; None for none (`--jit --no-cache`:
+    compiled in this process, kept nowhere); False if the JIT is off for want of
+    one (by default, the JIT runs only with a usable cache: units come back from
+    its compile server through it)."""
+    cache = _code_cache(opts)
+    if cache is not None and cache.usable_now():
+        return cache
+    return False if getattr(opts, "jit_default", False) else None
+
+
+def _jit(prog, opts, out, base_dir, filename, cache):
+    """The JIT (the default; `--jit`): run with hot loops compiled to native code (and
+    write the report, also when the program fails)."""
     from bril.interpreter.interp import run
     global _native_code_loaded
     _native_code_loaded = True
-    cache = _code_cache(opts)
-    if opts.hot or opts.jit_report is not None:
-        from bril.backend import jit_policy
+    if opts.hot:
         from bril.backend.jit import Jit
-        jit = Jit(hot=opts.hot or jit_policy.DEFAULT_HOT, background=opts.jit_background,
-                  cache=cache, pay_back=0 if opts.hot else jit_policy.PAY_BACK, shared_heap=None)
+        jit = Jit(hot=opts.hot, background=opts.jit_background, cache=cache, pay_back=0,
+                  shared_heap=None)
     else:
         # Sampled: the JIT comes in once the run lasts (or at once, with a profile).
         from bril.backend.jit_deferred import DeferredJit

@@ -48,6 +48,7 @@ import time
 from ..ir.errors import BrilError
 from . import jit_policy
 from .jit_policy import DEFAULT_HOT
+from .regions import select_region
 from ..ir.values import UNDEF
 from ..native_runtime.resume import (Slots, decode_result, encode_arguments, get_tagged, json_type,
                                      marshal_source, put_tagged)
@@ -87,6 +88,10 @@ PREDICTED_PAY_BACK = 3
 # even at this, and short runs are where most of a warm run is interpreted
 # (mat-mul 80: its printing loop, one sample, was 10 of a warm run's 40 ms).
 PRECOMPILE_HOT = jit_policy.SAMPLE_INTERVAL
+# With a compile server on another core (`bril.backend.jit_client`), compiling costs
+# the interpreter nothing: a loop or function is asked for once the sampler has seen
+# it hot this long (seconds: a few looks), hot code an earlier run saw at once.
+EARLY_HOT = 3 * jit_policy.SAMPLE_INTERVAL
 # A function becomes native code, whole, after this many times `hot` calls
 # (compiling one costs about as much as interpreting a few thousand calls).
 CALLS_PER_HOT = 5
@@ -95,7 +100,6 @@ _NOT_NATIVE = object()
 # JIT compile the whole function first.
 CALLS_FOR_WHOLE = 8
 
-_SKIP_OPS = {"phi"}             # (phi state stays interpreted; ssa2 shadows are slots)
 
 
 
@@ -132,6 +136,7 @@ class NativeCall:
         self.result = None
         self.buffers = None
         self.compile_seconds = 0.0
+        self.asked_at = self.arrived_at = None  # (seconds into the run: compile server)
         self.entries = 0
         self.native_instrs = 0
         self.dropped = None
@@ -157,99 +162,12 @@ class LoopRegion:
         self.enter_fn = self.leave_fn = None
         self.lids = {}                  # exit block index -> layout id
         self.compile_seconds = 0.0
+        self.asked_at = self.arrived_at = None  # (seconds into the run: compile server)
         self.entries = 0
         self.exits = {}                 # exit block index -> times
         self.native_instrs = 0
         self.dropped = None             # why the region went back to the interpreter
         self.error = None               # the run-time error raised in it, if any
-
-
-def _block_ok(b):
-    term = b.term
-    if b.falls_off or (term is not None and term["op"] == "ret"):
-        return False
-    return not any(i.get("op") in _SKIP_OPS for i in b.instrs)
-
-
-def _spec_depths(blocks, region, header):
-    """{block: speculation depth at its entry} for the region entered at header, or
-    None if a speculation could be open where control leaves the region (native
-    code cannot hand an open speculation to the interpreter) or depths disagree."""
-    depth = {header: 0}
-    todo = [header]
-    while todo:
-        bi = todo.pop()
-        d = depth[bi]
-        b = blocks[bi]
-        for instr in b.instrs:
-            op = instr.get("op")
-            if op == "speculate":
-                d += 1
-            elif op == "commit":
-                d -= 1
-        edges = [(s, d) for s in b.succs]
-        if b.abort_succ is not None:
-            edges.append((b.abort_succ, d - 1))
-        for s, ds in edges:
-            if s not in region:
-                if ds != 0:
-                    return None
-                continue
-            if s in depth:
-                if depth[s] != ds:
-                    return None
-                continue
-            depth[s] = ds
-            todo.append(s)
-    return depth
-
-
-def grow_region(fc, header, allowed):
-    """(blocks, entries): the blocks of `allowed` that can run natively, reachable
-    from header without leaving them, and the loop headers among them where
-    native code may be entered (no speculation open there); None if the header
-    itself cannot run natively or a speculation could be open at an exit."""
-    ok = {bi for bi in allowed if _block_ok(fc.blocks_by_index[bi])}
-    if header not in ok:
-        return None
-    region = {header}
-    todo = [header]
-    while todo:
-        b = fc.blocks_by_index[todo.pop()]
-        nexts = list(b.succs) + ([b.abort_succ] if b.abort_succ is not None else [])
-        for s in nexts:
-            if s in ok and s not in region:
-                region.add(s)
-                todo.append(s)
-    depth = _spec_depths(fc.blocks_by_index, region, header)
-    if depth is None:
-        return None
-    entries = {l.header for l in fc.loops if l.header in region and depth.get(l.header) == 0}
-    return region, entries
-
-
-def select_region(fc, header):
-    """Candidate regions for when the loop at `header` gets hot, widest first, as
-    (blocks, entries) lists: everything of the function reachable from the
-    header that native code can run (the rest of the function's work, all its
-    later loops included, in one compilation), then the outermost loop around
-    the header, then inner ones.  A region is entered at whichever of its loop
-    headers is running."""
-    out = []
-    whole = grow_region(fc, header, range(len(fc.blocks_by_index)))
-    if whole is not None:
-        out.append(whole)
-    loops = []
-    loop = next(l for l in fc.loops if l.header == header)
-    while loop is not None:
-        loops.append(loop)
-        loop = loop.parent
-    for loop in reversed(loops):
-        found = grow_region(fc, loop.header, loop.body)
-        if found is not None and header in found[1] and \
-                all(found[0] != c[0] for c in out):
-            out.append(found)
-    return out
 
 
 _ENGINES = {}
@@ -323,13 +241,19 @@ class Jit:
         self.wanted_heap = False        # a unit needed the shared heap it did not have
         self.cache_hits = 0
         self.missing = set()            # profile entries whose units did not load
-        self.source = None              # how to rebuild the program elsewhere (precompile)
+        self.source = None              # how to rebuild the program elsewhere (compile server)
         self.arrivals = _Counter()      # eager: loop -> arrivals, function -> calls
         self.hot_seconds = _Counter()   # loop or function -> seconds seen hot
         self.fast = {}                  # function index -> its generated code (promoted)
         self.sampler = None
         self.stopped = False
         self.lock = None                # guards compilation (sampler vs interpreter)
+        self.server = None              # the compile server (bril.backend.jit_client)
+        self.use_server = None          # decided at the first compile (`_with_server`)
+        self.asked = {}                 # request id -> _Ask, while the server builds
+        self.asking = {}                # what -> its _Ask (what: (index, header) or index)
+        self.waiting = {}               # what -> unit keys another process is building
+        self.start_time = time.perf_counter()
 
     # --- set-up ------------------------------------------------------------------------
 
@@ -362,8 +286,13 @@ class Jit:
                 compiled.eager_functions.add(index)
         for index, _ in profile.get("regions", {}):
             compiled.eager_functions.add(index)
-        from .jitcache import program_allocates
-        if (self.shared_heap or profile.get("heap")) and program_allocates(compiled.linked):
+        if compiled.native_heap:
+            # (chosen at the start of the run, before the JIT came in: jit_deferred)
+            self.heap, self.rt = compiled.heap, compiled.heap.rt
+        elif (self.shared_heap or profile.get("heap")
+              or (self.shared_heap is None and jit_policy.SHARED_HEAP_FROM_START)) \
+                and compiled.linked.allocates() and sampler_thread is None:
+            # (not when attaching late: the program may hold pointers already)
             # The interpreter's heap moves into the runtime's region table from the
             # start (pointers cannot move later), so that both sides see the same
             # cells.
@@ -491,6 +420,11 @@ class Jit:
         while not self.stopped:
             time.sleep(jit_policy.SAMPLE_INTERVAL * first)
             first = 1
+            if self.asked or self.waiting:
+                try:
+                    self._land()
+                except Exception:   # (a unit that cannot be used is interpreted)
+                    pass
             # A look is charged the time since the last one, not one interval:
             # looks come late (this thread waits for the GIL the interpreter
             # holds), and charged an interval each, a loop took about six times
@@ -548,7 +482,19 @@ class Jit:
         return found
 
     def _worth(self, what, index):
-        """Ski rental: has `what` been hot for pay_back times what compiling costs?"""
+        """Ski rental: has `what` been hot for pay_back times what compiling costs?
+        With a compile server, compiling costs the interpreter nothing: hot for a
+        few looks is enough."""
+        if what in self.asking or what in self.waiting:
+            return False
+        if self._with_server():
+            profile = self.profile or {}
+            if what in profile.get("tried", ()):
+                from . import jitcache
+                if what in jitcache.tried_here(profile, self.level):
+                    return False    # (this compiler could not build it before)
+            earlier = profile.get("hot", {}).get(what, 0.0)
+            return self.hot_seconds[what] >= EARLY_HOT or earlier >= EARLY_HOT
         cost = COMPILE_BASE + COMPILE_PER_INSTR * self._size(index)
         if self.rt is None or (self.engine is None and self.cache is None):
             cost += SETUP_COST
@@ -563,6 +509,9 @@ class Jit:
         return len(self.compiled.linked.functions[index].get("instrs") or ())
 
     def _compile_in_sampler(self, index, header):
+        if self._with_server():
+            self._ask_region(index, header)
+            return
         with self.lock, _ShortSwitches():
             if self.regions.get((index, header), False) is not False:
                 return
@@ -573,6 +522,9 @@ class Jit:
             self._raise_flags(region)
 
     def _compile_call_in_sampler(self, index):
+        if self._with_server():
+            self._ask_call(index)
+            return
         with self.lock, _ShortSwitches():
             if index in self.calls:
                 return
@@ -580,6 +532,181 @@ class Jit:
         fn = self.fast.get(index)
         if native is not None and fn is not None:
             self._bind(index, self._native_stand_in(index, native, fn))
+
+    # --- the compile server ---------------------------------------------------------------
+
+    def _with_server(self):
+        """Compile in a compile server (`bril.backend.jit_client`) while the program
+        runs on: sampled mode, with a code cache (units come back through it), and a
+        second core to compile on (else the pay-back rule, compiling here)."""
+        if self.use_server is None:
+            from .jit_client import cores
+            self.use_server = (not self.eager and self.cache is not None and cores() >= 2
+                               and os.environ.get("BRIL_JIT_SERVER", "1") != "0")
+        return self.use_server and (self.server is None or not self.server.broken)
+
+    def _server(self):
+        """The compile server, started on first use; None if it cannot be."""
+        if self.server is None:
+            from .jit_client import CompileServer
+            self.server = CompileServer(self.cache, self.profile_key, self.level)
+        if self.source is None or not self.server.start(self.source):
+            return None
+        return self.server
+
+    def _ask(self, what, candidates):
+        """Ask the server for `what`'s unit (candidates: a region's, widest first);
+        False if it cannot be asked."""
+        server = self._server()
+        rid = server.request(what, candidates) if server is not None else None
+        if rid is None:
+            return False
+        ask = _Ask(what, time.perf_counter() - self.start_time)
+        self.asked[rid] = self.asking[what] = ask
+        return True
+
+    def _in_cache(self, kind, index, candidates):
+        """A unit for one of the candidates already in the cache (another run built
+        it), loaded: (unit, key, blocks, entries); or the keys being built by
+        another process (wait for them); or None."""
+        from . import jitcache
+        from .jit_server import being_built
+        keys = []
+        # (a unit in the cache means the run-time library is built: load it then)
+        for blocks, entries in candidates:
+            ukey = jitcache.unit_key(self.compiled.linked, kind, index, blocks, entries,
+                                     self.level)
+            if jitcache.stored_meta(self.cache, ukey) is None:
+                keys.append(ukey)
+                continue
+            unit = jitcache.load_unit(self.cache, ukey) if self._setup_runtime() else None
+            if unit is not None:
+                if unit.meta.get("heap") and self.heap is None:
+                    self.wanted_heap = True
+                    return None
+                self.cache_hits += 1
+                return unit, ukey, blocks, entries
+            keys.append(ukey)
+        building = [k for k in keys if being_built(self.cache, k)]
+        return building or None
+
+    def _ask_region(self, index, header):
+        key = (index, header)
+        with self.lock:
+            if self.regions.get(key, False) is not False or key in self.asking \
+                    or key in self.waiting:
+                return
+            if self._cached_region(index, header) is not False:
+                return                  # (in the profile and the cache: flags raised)
+            fc = self.compiled.function_code(index)
+            candidates = [(sorted(b), sorted(e)) for b, e in select_region(fc, header)]
+            if not candidates:
+                self.regions[key] = None
+                return
+            found = self._in_cache("region", index, candidates)
+            if isinstance(found, tuple):
+                self._region_from_unit(key, *found)
+            elif found:
+                self.waiting[key] = (candidates, found)
+            elif not self._ask(key, candidates):
+                self.use_server = False     # (compile here, when it pays)
+
+    def _ask_call(self, index):
+        with self.lock:
+            if index in self.calls or index in self.asking or index in self.waiting:
+                return
+            cached = self._cached_call(index)
+            if cached:
+                self._use_native_call(index, cached)
+                return
+            found = self._in_cache("call", index, [(None, None)])
+            if isinstance(found, tuple):
+                native = NativeCall(index, self.compiled.linked.functions[index].get("name", ""))
+                native.unit_key = found[1]
+                self._use_call_unit(native, found[0])
+                self.all_calls.append(native)
+                self._use_native_call(index, native)
+            elif found:
+                self.waiting[index] = ([(None, None)], found)
+            elif not self._ask(index, None):
+                self.use_server = False
+
+    def _region_from_unit(self, key, unit, ukey, blocks, entries, ask=None):
+        index, header = key
+        region = LoopRegion(index, None, header, set(blocks), set(entries))
+        region.unit_key = ukey
+        region.arrived_at = time.perf_counter() - self.start_time
+        if ask is not None:
+            region.asked_at, region.arrived_at = ask.asked_at, ask.arrived_at
+            region.compile_seconds = ask.seconds
+        self._use_region_unit(region, unit)
+        self._register_region(region)
+        return region
+
+    def _use_native_call(self, index, native):
+        self.calls[index] = native
+        fn = self.fast.get(index)
+        if fn is not None:
+            self._bind(index, self._native_stand_in(index, native, fn))
+
+    def _land(self):
+        """Use what the server built, and what other processes finished building."""
+        from . import jitcache
+        from .jit_server import being_built
+        replies = self.server.poll() if self.server is not None else []
+        with self.lock:
+            for _, rid, ukey, seconds, blocks, entries, error in replies:
+                ask = self.asked.pop(rid, None)
+                if ask is None:
+                    continue
+                self.asking.pop(ask.what, None)
+                ask.seconds = seconds
+                ask.arrived_at = time.perf_counter() - self.start_time
+                unit = None
+                if ukey is not None and self._setup_runtime():
+                    unit = jitcache.load_unit(self.cache, ukey)
+                    if unit is None:
+                        error = "the compiled code could not be loaded"
+                if unit is not None and unit.meta.get("heap") and self.heap is None:
+                    self.wanted_heap = True
+                    error, unit = "pointers need the shared heap", None
+                self._landed(ask, unit, ukey, blocks, entries, error)
+            for what, (candidates, keys) in list(self.waiting.items()):
+                if any(being_built(self.cache, k) for k in keys):
+                    continue
+                del self.waiting[what]
+                kind, index = ("region", what[0]) if isinstance(what, tuple) else ("call", what)
+                found = self._in_cache(kind, index, candidates)
+                if isinstance(found, tuple):
+                    ask = _Ask(what, None)
+                    self._landed(ask, found[0], found[1], found[2], found[3], None)
+                # (else the other build failed: asked again if it stays hot)
+
+    def _landed(self, ask, unit, ukey, blocks, entries, error):
+        what = ask.what
+        if isinstance(what, tuple):
+            if unit is None:
+                fc = self.compiled.function_code(what[0])
+                region = LoopRegion(what[0], fc, what[1], set(), set())
+                region.dropped = error or "could not be built"
+                region.asked_at, region.arrived_at = ask.asked_at, ask.arrived_at
+                region.compile_seconds = ask.seconds
+                self.all_regions.append(region)
+                self.regions[what] = None
+                return
+            self._region_from_unit(what, unit, ukey, blocks, entries, ask)
+            return
+        native = NativeCall(what, self.compiled.linked.functions[what].get("name", ""))
+        native.asked_at, native.arrived_at = ask.asked_at, ask.arrived_at
+        native.compile_seconds = ask.seconds
+        self.all_calls.append(native)
+        if unit is None:
+            native.dropped = error or "could not be built"
+            self.calls[what] = None
+            return
+        native.unit_key = ukey
+        self._use_call_unit(native, unit)
+        self._use_native_call(what, native)
 
     def _raise_flags(self, region):
         ns = self.compiled.ns
@@ -692,6 +819,7 @@ class Jit:
             return False
         region = LoopRegion(index, None, header, set(blocks), set(entries))
         region.unit_key = ukey
+        region.arrived_at = time.perf_counter() - self.start_time
         self._use_region_unit(region, unit)
         self._register_region(region)
         return region
@@ -705,6 +833,7 @@ class Jit:
             return False
         native = NativeCall(index, self.compiled.linked.functions[index].get("name", ""))
         native.unit_key = ukey
+        native.arrived_at = time.perf_counter() - self.start_time
         self._use_call_unit(native, unit)
         self.all_calls.append(native)
         return native
@@ -740,65 +869,94 @@ class Jit:
         self._call_buffers(native)
 
     def _store_profile(self):
-        """What this run learned, for the next: every unit it compiled or used, and
-        whether native code needed the shared heap."""
+        """What this run learned, for the next: every unit it compiled or used,
+        how long what was hot ran, whether native code needed the shared heap --
+        merged into the profile as it is now (a compile server, or another run, may
+        have added to it since this run read it)."""
         if self.cache is None or self.profile_key is None:
             return
-        old = self.profile or {}
-        # Units of earlier runs stay listed unless this run could not load them
-        # (then the precompiler builds them again) or dropped them; a loop this
-        # run never reached keeps its unit for runs that do.
-        regions = {k: v for k, v in old.get("regions", {}).items() if k not in self.missing}
-        calls = {k: v for k, v in old.get("calls", {}).items() if k not in self.missing}
+        from . import jitcache
+        from .jitprofile import update_profile
+        mine_regions = {}
         for r in self.all_regions:
             key = (r.index, r.header)
             if r.unit_key is not None and r.dropped is None:
-                regions[key] = {"blocks": sorted(r.blocks), "entries": sorted(r.entry_blocks)}
-            else:
-                regions.pop(key, None)
-        for n in self.all_calls:
-            if n.unit_key is not None and n.dropped is None:
-                calls[n.index] = {}
-            else:
-                calls.pop(n.index, None)
-        # How long each loop and function stayed hot (the longest seen so far).
-        hot = dict(old.get("hot", {}))
-        for what, seconds in self.hot_seconds.items():
-            hot[what] = max(hot.get(what, 0.0), round(seconds, 4))
-        heap = self.heap is not None or self.wanted_heap or bool(old.get("heap"))
-        profile = {"regions": regions, "calls": calls, "heap": heap, "hot": hot,
-                   "tried": old.get("tried", []), "tried_for": old.get("tried_for")}
-        # Nothing hot, nothing to remember -- except a unit that wanted the heap:
-        # a run that counts arrivals (`--hot N`) keeps no other trace of it, and
-        # the next run must set the heap up from its start for pointer code to be
-        # native at all.
-        if not (regions or calls or hot or old or heap):
-            return
-        if profile != {k: v for k, v in old.items() if k != "program"}:
-            from .jitprofile import store_profile
-            store_profile(self.cache, self.profile_key, profile, self.compiled.linked)
+                mine_regions[key] = {"blocks": sorted(r.blocks),
+                                     "entries": sorted(r.entry_blocks)}
+            elif r.unit_key is not None or r.dropped is not None:
+                mine_regions[key] = None
+        mine_calls = {n.index: ({} if n.unit_key is not None and n.dropped is None else None)
+                      for n in self.all_calls}
+        linked = self.compiled.linked
+
+        def merge(profile):
+            before = repr(profile)
+            regions, calls = profile["regions"], profile["calls"]
+            # Units listed but not loadable this run go, unless they are there now
+            # (built meanwhile); they are built again if still hot.
+            for what in self.missing:
+                spec = regions.get(what) if isinstance(what, tuple) else calls.get(what)
+                if spec is None:
+                    continue
+                kind, index = ("region", what[0]) if isinstance(what, tuple) else ("call", what)
+                ukey = jitcache.unit_key(linked, kind, index, spec.get("blocks"),
+                                         spec.get("entries"), self.level)
+                if jitcache.stored_meta(self.cache, ukey) is None:
+                    (regions if kind == "region" else calls).pop(what, None)
+            for what, spec in mine_regions.items():
+                if spec is None:
+                    regions.pop(what, None)
+                else:
+                    regions[what] = spec
+            for what, spec in mine_calls.items():
+                if spec is None:
+                    calls.pop(what, None)
+                else:
+                    calls[what] = spec
+            # How long each loop and function stayed hot (the longest seen so far).
+            hot = profile["hot"]
+            for what, seconds in self.hot_seconds.items():
+                hot[what] = max(hot.get(what, 0.0), round(seconds, 4))
+            profile["heap"] = bool(profile.get("heap") or self.heap is not None
+                                   or self.wanted_heap)
+            # Nothing hot, nothing to remember -- except a unit that wanted the heap:
+            # a run that counts arrivals (`--hot N`) keeps no other trace of it, and
+            # the next run must set the heap up from its start for pointer code to
+            # be native at all.
+            if not (regions or calls or hot or profile["heap"] or self.profile):
+                return None
+            return profile if repr(profile) != before or self.profile is None else None
+
+        profile = update_profile(self.cache, self.profile_key, merge, linked)
+        if profile is None:
+            from .jitprofile import load_profile
+            profile = load_profile(self.cache, self.profile_key, linked)
         self._precompile(profile)
 
     def _precompile(self, profile):
-        """After a run that found hot code it did not compile (it would not have paid
-        in this run), compile it for the next run in a process of its own
-        (`bril.backend.jit_precompile`), so that this run ends at once and the next
-        finds native code in the cache.  BRIL_JIT_PRECOMPILE=0: never; =wait:
-        wait for it (benchmarks and tests)."""
+        """After the run: hot code it did not compile (too short a run, or one
+        asked too late) is built for the next run by the compile server -- this
+        run's, told so as it is let go, or one started now -- so that this run ends
+        at once and the next finds native code in the cache.
+        BRIL_JIT_PRECOMPILE=0: nothing more is built after the run; =wait: wait
+        for it, and for every build in flight for this cache (benchmarks, tests)."""
         mode = os.environ.get("BRIL_JIT_PRECOMPILE", "1")
-        if mode == "0" or self.source is None:
-            return
-        todo = [w for w, seconds in profile["hot"].items() if seconds >= PRECOMPILE_HOT
-                and w not in profile["regions"] and w not in profile["calls"]
-                and self.regions.get(w, False) is not None and self.calls.get(w, False) is not None]
-        if not todo:
-            return
-        from . import jitcache
-        tried = jitcache.tried_here(profile, self.level)
-        if all(w in tried for w in todo):
-            return
-        jitcache.spawn_precompile(self.cache, self.profile_key, self.source, self.level,
-                                  wait=mode == "wait")
+        todo = []
+        if profile is not None and mode != "0" and self.source is not None:
+            from . import jitcache
+            tried = jitcache.tried_here(profile, self.level)
+            todo = [w for w, seconds in profile["hot"].items() if seconds >= PRECOMPILE_HOT
+                    and w not in profile["regions"] and w not in profile["calls"]
+                    and w not in self.asking and w not in tried
+                    and self.regions.get(w, False) is not None
+                    and self.calls.get(w, False) is not None]
+        if self.server is None and todo:
+            self._server()
+        if self.server is not None:
+            self.server.finish(todo, wait=mode == "wait")
+        if mode == "wait" and self.cache is not None:
+            from .jit_server import wait_for_builds
+            wait_for_builds(self.cache)
 
     # --- compiling ----------------------------------------------------------------------
 
@@ -1001,9 +1159,12 @@ class Jit:
         """JSON-ready summary: per region, where it is, what it covers, compile time,
         native entries and exits."""
         out = {"setup_seconds": round(self.setup_seconds, 4), "refused": self.refused,
-               "cache_hits": self.cache_hits, "regions": [], "functions": []}
+               "cache_hits": self.cache_hits, "regions": [], "functions": [],
+               "instructions": self._run_instructions(),
+               "server": self.server is not None and self.server.started}
+        reported = {(r.index, r.header) for r in self.all_regions}
         for (index, header), region in sorted(self.regions.items()):
-            if region is None:
+            if region is None and (index, header) not in reported:
                 fc = self.compiled.function_code(index)
                 out["regions"].append({
                     "function": fc.name, "header": _block_name(fc, header),
@@ -1023,7 +1184,33 @@ class Jit:
                 blocks=[_block_name(fc, bi) for bi in sorted(region.blocks)],
                 instructions=region.instrs, entries=region.entries,
                 exits={_block_name(fc, t): n for t, n in sorted(region.exits.items())}))
+        for ask in sorted(self.asking.values(), key=lambda a: a.asked_at):
+            # (asked of the compile server, not back when the run ended)
+            if isinstance(ask.what, tuple):
+                fc = self.compiled.function_code(ask.what[0])
+                out["regions"].append({"function": fc.name,
+                                       "header": _block_name(fc, ask.what[1]),
+                                       "compiled": False, "compiling": True,
+                                       "asked_at": round(ask.asked_at, 4)})
+            else:
+                out["functions"].append({
+                    "function": self.compiled.linked.functions[ask.what].get("name", ""),
+                    "compiled": False, "compiling": True, "asked_at": round(ask.asked_at, 4)})
         return out
+
+    def _run_instructions(self):
+        cold = self.compiled.__dict__.get("_cold")
+        return self.compiled.ns["_N"] + (cold.count if cold is not None else 0)
+
+
+class _Ask:
+    """A unit asked of the compile server: when (seconds into the run), when it came."""
+
+    def __init__(self, what, asked_at):
+        self.what = what
+        self.asked_at = asked_at
+        self.arrived_at = None
+        self.seconds = 0.0
 
 
 class _Counter(dict):
@@ -1046,6 +1233,8 @@ def _unit_report(obj):
     """What the report says of any compiled unit (a LoopRegion or a NativeCall)."""
     return {"compiled": obj.address is not None or obj.entries > 0,
             "compiling": obj.pending is not None,
+            "asked_at": None if obj.asked_at is None else round(obj.asked_at, 4),
+            "arrived_at": None if obj.arrived_at is None else round(obj.arrived_at, 4),
             "from_cache": obj.compile_seconds == 0 and obj.unit is not None,
             "compile_seconds": round(obj.compile_seconds, 4),
             "native_instructions": obj.native_instrs,
@@ -1057,30 +1246,47 @@ def _block_name(fc, bi):
     return f".{b.label}" if b.label is not None else f"#{bi}"
 
 
+def _when(unit, total):
+    """When a unit was asked for and came, and its share of the run, as text."""
+    parts = []
+    if unit.get("asked_at") is not None:
+        parts.append(f"asked for at {unit['asked_at']:.3f} s")
+    if unit.get("arrived_at") is not None:
+        parts.append(f"native from {unit['arrived_at']:.3f} s")
+    if total and unit.get("native_instructions"):
+        parts.append(f"{100 * unit['native_instructions'] / total:.0f}% of the run's "
+                     "instructions")
+    return ("; " + ", ".join(parts)) if parts else ""
+
+
 def report_text(report):
+    total = report.get("instructions")
     lines = [f"jit: set-up {report['setup_seconds']:.3f} s"
-             + (f"; program interpreted: {report['refused']}" if report["refused"] else "")]
+             + (f"; program interpreted: {report['refused']}" if report["refused"] else "")
+             + ("; compiling in a compile server" if report.get("server") else "")
+             + (f"; {report['note']}" if report.get("note") else "")]
     for r in report["regions"]:
         where = f"@{r['function']} {r['header']}"
         if not r.get("compiled"):
             why = "still compiling when the program ended" if r.get("compiling") \
                 else r.get("why") or r.get("dropped")
-            lines.append(f"  {where}: not compiled ({why})")
+            lines.append(f"  {where}: not compiled ({why}){_when(r, total)}")
             continue
         exits = ", ".join(f"{k} x{n}" for k, n in r["exits"].items()) or "none"
         lines.append(f"  {where}: {len(r['blocks'])} blocks, {r['instructions']} instrs, "
                      f"compiled in {r['compile_seconds']:.3f} s; {r['entries']} entries, "
                      f"{r['native_instructions']} native instrs; exits: {exits}"
                      + (f"; dropped: {r['dropped']}" if r["dropped"] else "")
-                     + (f"; error: {r['error']}" if r["error"] else ""))
+                     + (f"; error: {r['error']}" if r["error"] else "") + _when(r, total))
     for f in report.get("functions", ()):
         where = f"@{f['function']} (whole function)"
         if not f["compiled"]:
             why = "still compiling when the program ended" if f.get("compiling") \
                 else f["dropped"]
-            lines.append(f"  {where}: not compiled ({why})")
+            lines.append(f"  {where}: not compiled ({why}){_when(f, total)}")
             continue
         lines.append(f"  {where}: compiled in {f['compile_seconds']:.3f} s; {f['calls']} "
                      f"native calls from the interpreter, {f['native_instructions']} native "
-                     f"instrs" + (f"; error: {f['error']}" if f["error"] else ""))
+                     f"instrs" + (f"; error: {f['error']}" if f["error"] else "")
+                     + _when(f, total))
     return "\n".join(lines) + "\n"

@@ -46,10 +46,30 @@ class DeferredJit:
             if looked_up[1] is not None:
                 self.jit = self._make()
                 return self.jit.attach(compiled, looked_up)
+        if self.options.get("shared_heap", True) is not False \
+                and jit_policy.SHARED_HEAP_FROM_START:
+            self._share_heap(compiled)
         self.compiled, self.looked_up = compiled, looked_up
         self.main_thread = _thread.get_ident()
         _thread.start_new_thread(self._later, ())
         return self
+
+    @staticmethod
+    def _share_heap(compiled):
+        """The heap in the run-time library's table from the start, if the program
+        allocates and the library is built (never built here: a first run ever
+        leaves that to its compile server), so that loops over memory can turn
+        native in this run: the heap cannot move once pointers exist."""
+        if not compiled.linked.allocates():
+            return
+        from ..native_runtime.nativert import runtime_library
+        from ..ir.errors import BrilError
+        try:
+            rt = runtime_library(build=False)
+        except (BrilError, OSError):
+            return
+        if rt is not None:
+            compiled.use_native_heap(rt)
 
     def _later(self):
         time.sleep(jit_policy.SAMPLE_INTERVAL)
@@ -75,5 +95,8 @@ class DeferredJit:
     def report(self):
         """The JIT's report (`bril.backend.jit.Jit.report`); nothing ran natively if it never
         attached."""
-        jit = self.jit or self._make()
-        return jit.report()
+        if self.jit is not None:
+            return self.jit.report()
+        return {"setup_seconds": 0.0, "refused": None, "cache_hits": 0, "regions": [],
+                "functions": [], "instructions": None, "server": False,
+                "note": "the run ended before the JIT's first look"}

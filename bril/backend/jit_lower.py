@@ -5,7 +5,7 @@
 The module holds the region function and every function the region calls,
 lowered whole; `index` is the function the region belongs to, `region` the
 set of its block indices that run natively, `entries` the blocks where it may
-be entered (see `bril.backend.jit.select_region`).
+be entered (see `bril.backend.regions.select_region`).
 
 The native function is `int64 NAME(int64 *slots)`; it starts at the block
 whose index is in the last slot (one of `entries`, loop headers).  Every

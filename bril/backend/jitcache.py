@@ -35,7 +35,7 @@ def unit_key(linked, kind, index, blocks, entries, level):
 
 
 def tried_here(profile, level):
-    """What the precompiler (`bril.backend.jit_precompile`) has tried to build for this
+    """What the compile server (`bril.backend.jit_server`) has tried to build for this
     profile with today's compiler (`native_digest`: after an upgrade, whose
     units the cache no longer finds, everything is tried again)."""
     from ..native_runtime.nativert import native_digest
@@ -94,12 +94,7 @@ def store_unit(cache, key, shared_object, meta):
     return load_unit(cache, key)
 
 
-# --- making units (the running JIT, and the precompiler after a run) -------------------------
-
-def program_allocates(linked):
-    """Whether the program has an `alloc` (else it never has a pointer)."""
-    return any(i.get("op") == "alloc" for f in linked.functions for i in f.get("instrs") or [])
-
+# --- making units (the running JIT, and the compile server) ------------------------------
 
 class NeedsHeap(Exception):
     """The unit touches memory, and the interpreter's heap is not the shared one."""
@@ -112,7 +107,7 @@ def lower_region_unit(linked, fc, blocks, entries, name, prefix="u", shared=(), 
     module, slots, defined, used = lower_region(linked, fc.index, blocks, sorted(entries),
                                                 name, prefix=prefix, compiled_functions=shared,
                                                 parents=loop_parents(fc, blocks))
-    allocates = program_allocates(linked)
+    allocates = linked.allocates()
     needs_heap = any(resume.needs_heap(t, allocates) for t in slots.types.values())
     if needs_heap and not heap:
         raise NeedsHeap()
@@ -140,7 +135,7 @@ def lower_call_unit(linked, index, name, prefix="u", shared=(), heap=True):
     from .jit_lower import lower_call
     module, types, result, defined, used = lower_call(linked, index, name, prefix=prefix,
                                                       compiled_functions=shared)
-    allocates = program_allocates(linked)
+    allocates = linked.allocates()
     needs_heap = any(resume.needs_heap(t, allocates) for t in types + [result] if t is not None)
     if needs_heap and not heap:
         raise NeedsHeap()
@@ -148,29 +143,16 @@ def lower_call_unit(linked, index, name, prefix="u", shared=(), heap=True):
     return module, meta, defined, used
 
 
+def keep_unit(cache, key, module, meta, level):
+    """Compile a lowered unit to a shared object into the cache (not loaded here:
+    the compile server's); False if it could not be kept."""
+    from .native import build_shared_object
+    so = build_shared_object(module, level)
+    return cache.put("unit", key, so) and cache.put_marshalled("unitdata", key, meta)
+
+
 def build_unit(cache, key, module, meta, level):
     """Compile a lowered unit to a shared object and keep it; the unit, loaded (or None
     if it could not be kept)."""
     from .native import build_shared_object
     return store_unit(cache, key, build_shared_object(module, level), meta)
-
-
-def spawn_precompile(cache, key, source, level, wait=False):
-    """Compile, in a process of its own, the hot code the profile `key` lists without
-    units (`bril.backend.jit_precompile`); the program goes with it (`source`: program,
-    base folder, library folders, file name).  Returns at once unless `wait`."""
-    if not cache.put_marshalled("program", key, source):
-        return
-    import os
-    import sys
-    argv = [sys.executable, "-m", "bril.backend.jit_precompile", cache.directory, key, str(level)]
-    # (os.posix_spawn, not subprocess: importing that costs the run that spawns,
-    # often a short one, several ms; its own session, so that a Ctrl-C or the
-    # terminal closing does not stop it half-way, and nothing of ours open)
-    null = [(os.POSIX_SPAWN_OPEN, fd, os.devnull, os.O_RDWR, 0) for fd in (0, 1, 2)]
-    try:
-        pid = os.posix_spawn(sys.executable, argv, os.environ, file_actions=null, setsid=True)
-    except (OSError, AttributeError, TypeError):     # (no posix_spawn, or no setsid)
-        return
-    if wait:
-        os.waitpid(pid, 0)

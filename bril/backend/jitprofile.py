@@ -10,6 +10,8 @@ its profile up at start, before it knows whether anything will be hot: this
 much and no more is imported then (`bril.backend.jit_deferred`).
 """
 
+import os
+
 from ..cache.codecache import hasher
 
 FORMAT = b"bril-jit-2"
@@ -56,3 +58,37 @@ def store_profile(cache, key, profile, linked=None):
     if linked is not None:
         profile = dict(profile, program=program_key(linked))
     cache.put_marshalled("profile", key, profile)
+
+
+def empty_profile():
+    return {"regions": {}, "calls": {}, "heap": False, "hot": {}, "tried": [],
+            "tried_for": None}
+
+
+def update_profile(cache, key, change, linked):
+    """Read, change and write the program's profile under a lock, so that runs and
+    compile servers writing at once lose nothing of each other's: `change(profile)`
+    (a copy, or an empty profile) returns the profile to store, or None to keep it."""
+    fd = None
+    try:
+        import fcntl
+        folder = os.path.join(cache.directory, "locks")
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        fd = os.open(os.path.join(folder, "profile-" + key), os.O_RDWR | os.O_CREAT, 0o600)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    except (OSError, ImportError):
+        pass                        # (unlocked: at worst, one writer's news is lost)
+    try:
+        old = load_profile(cache, key, linked)
+        profile = empty_profile()
+        if old is not None:
+            profile.update({k: v for k, v in old.items() if k != "program"})
+            profile["regions"], profile["calls"] = dict(profile["regions"]), dict(profile["calls"])
+            profile["hot"], profile["tried"] = dict(profile["hot"]), list(profile["tried"])
+        new = change(profile)
+        if new is not None:
+            store_profile(cache, key, new, linked)
+        return new
+    finally:
+        if fd is not None:
+            os.close(fd)

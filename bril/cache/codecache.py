@@ -125,6 +125,10 @@ class CodeCache:
                 self.usable = False
         return self.usable
 
+    def usable_now(self):
+        """Can entries be kept here (the directory private to us and writable)?"""
+        return bool(self._check_directory())
+
     def _path(self, kind, key):
         return os.path.join(self.directory, kind, key[:2], key)
 

@@ -55,6 +55,10 @@ class LinkedProgram:
     def resolve_call(self, caller_index, name):
         return self.lookup(self.module_of[caller_index], name)
 
+    def allocates(self):
+        """Whether the program has an `alloc` (else it never has a pointer)."""
+        return any(i.get("op") == "alloc" for f in self.functions for i in f.get("instrs") or ())
+
     def main_index(self):
         """@main of the main program; raises BrilError as the reference does."""
         r = self.lookup(self.main_module, "main")

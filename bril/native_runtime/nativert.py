@@ -52,7 +52,7 @@ def _runtime_source():
         return fh.read()
 
 
-def _built(kind, flags, suffix):
+def _built(kind, flags, suffix, build=True):
     """A build of brilrt.c with these compiler flags: its path, from the code cache
     (made there on first use), or in a private temporary folder when there is no
     usable cache.  The key: the source, the messages, $CC and the flags (not which
@@ -66,7 +66,7 @@ def _built(kind, flags, suffix):
                  + " ".join(flags).encode()).hexdigest()
     cache = CodeCache()
     path = cache.entry_path(kind, key)
-    if path is not None:
+    if path is not None or not build:
         return path
     cc = c_compiler()
     if cc is None:
@@ -110,11 +110,15 @@ def runtime_object():
 _JIT_RUNTIME_FLAGS = ["-O2", "-shared", "-fPIC", "-DBRT_JIT"]
 
 
-def runtime_shared_object():
+def runtime_shared_object(build=True):
     """Path of the in-process build of brilrt (`-DBRT_JIT`: output to a buffer, errors
-    jump back to `brt_jit_call`), compiled once per source and compiler."""
+    jump back to `brt_jit_call`), compiled once per source and compiler; without
+    `build`, None unless it is in the code cache already."""
     if "so" not in _runtime_paths:
-        _runtime_paths["so"] = _built("runtime", _JIT_RUNTIME_FLAGS, ".so")
+        path = _built("runtime", _JIT_RUNTIME_FLAGS, ".so", build)
+        if path is None:
+            return None
+        _runtime_paths["so"] = path
     return _runtime_paths["so"]
 
 
@@ -248,15 +252,18 @@ _runtime_library = None
 _RUNTIME_LOCK = None
 
 
-def runtime_library():
-    """The process's RuntimeLibrary (built and loaded on first use)."""
+def runtime_library(build=True):
+    """The process's RuntimeLibrary (built and loaded on first use); without `build`,
+    None unless it is built already (in the code cache)."""
     global _runtime_library
     if _runtime_library is None:
         global _RUNTIME_LOCK
         if _RUNTIME_LOCK is None:
             import _thread
             _RUNTIME_LOCK = _thread.allocate_lock()
-        path = runtime_shared_object()
+        path = runtime_shared_object(build)
+        if path is None:
+            return None
         with _RUNTIME_LOCK:
             if _runtime_library is None:
                 _runtime_library = RuntimeLibrary(path)

@@ -1,0 +1,135 @@
+"""The running JIT's side of the compile server (`bril.backend.jit_server`): start it,
+ask it for units, pick up what it built.
+
+The server is started when the JIT first wants native code (not before: most runs
+never do), with `os.posix_spawn` (importing `subprocess` would cost a short run
+several ms), two pipes and a session of its own.  Asking never waits: a request is
+a few bytes into a pipe.  Replies are read without waiting, at the sampler's looks
+(`poll`).  At the end of the run `finish` tells it what else was hot; the run
+does not wait for it unless asked (`BRIL_JIT_PRECOMPILE=wait`).
+"""
+
+import os
+import sys
+
+from .jit_server import Reader, frame, open_lock
+
+
+def cores():
+    """The processors this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+_UNREAPED = []                  # servers let go while this process goes on (tests)
+
+
+def _reap():
+    for pid in list(_UNREAPED):
+        try:
+            if os.waitpid(pid, os.WNOHANG)[0] == 0:
+                continue
+        except OSError:
+            pass
+        _UNREAPED.remove(pid)
+
+
+class CompileServer:
+    def __init__(self, cache, key, level):
+        self.cache, self.key, self.level = cache, key, level
+        self.pid = None
+        self.out = None             # our end of its input
+        self.reader = None          # of its replies
+        self.broken = False
+        self.started = False
+        self.next_rid = 0
+
+    def start(self, source):
+        """Start the server for the program `source` (stored in the cache for it);
+        False if it cannot be."""
+        if self.pid is not None:
+            return True
+        _reap()
+        if self.broken or not self.cache.put_marshalled("program", self.key, source):
+            self.broken = True
+            return False
+        # The server's lock, taken here and handed to it (fd 3): from this moment
+        # until it exits, a run waiting for builds in flight sees it.
+        name = f"server-{os.getpid()}-{id(self)}"
+        lock = open_lock(self.cache, name)
+        if lock is not None:
+            try:
+                import fcntl
+                fcntl.flock(lock, fcntl.LOCK_EX)
+            except OSError:
+                pass
+        to_server, from_us = os.pipe()
+        to_us, from_server = os.pipe()
+        argv = [sys.executable, "-m", "bril.backend.jit_server", self.cache.directory,
+                self.key, str(self.level), name]
+        actions = [(os.POSIX_SPAWN_DUP2, to_server, 0), (os.POSIX_SPAWN_DUP2, from_server, 1),
+                   (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_RDWR, 0)]
+        if lock is not None:
+            actions.append((os.POSIX_SPAWN_DUP2, lock, 3))
+        try:
+            self.pid = os.posix_spawn(sys.executable, argv, os.environ, file_actions=actions,
+                                      setsid=True)
+        except (OSError, AttributeError, TypeError):     # (no posix_spawn, or no setsid)
+            self.pid = None
+            self.broken = True
+        for fd in (to_server, from_server) + (() if lock is None else (lock,)):
+            os.close(fd)
+        if self.pid is None:
+            os.close(from_us)
+            os.close(to_us)
+            return False
+        self.started = True
+        self.out = from_us
+        os.set_blocking(to_us, False)
+        self.reader = Reader(to_us)
+        return True
+
+    def _send(self, message):
+        try:
+            os.write(self.out, frame(message))
+            return True
+        except OSError:
+            self.broken = True
+            return False
+
+    def request(self, what, candidates):
+        """Ask for a unit (see `bril.backend.jit_server`); its request id, or None."""
+        if self.pid is None or self.broken:
+            return None
+        rid = self.next_rid
+        self.next_rid += 1
+        return rid if self._send(("build", rid, what, candidates)) else None
+
+    def poll(self):
+        """The replies that have come, without waiting."""
+        if self.reader is None:
+            return []
+        return [m for m in self.reader.ready() if m and m[0] == "built"]
+
+    def finish(self, todo, wait=False):
+        """The run is over: tell the server what else to build, let it go (or wait
+        for it to end)."""
+        if self.pid is None:
+            return
+        if not self.broken:
+            self._send(("finish", list(todo)))
+        for fd in (self.out, self.reader.fd):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        if wait:
+            try:
+                os.waitpid(self.pid, 0)
+            except OSError:
+                pass
+        else:
+            _UNREAPED.append(self.pid)
+        self.pid = None

@@ -1,0 +1,372 @@
+"""The JIT's compile server: lowering and LLVM in a process of their own, beside the
+interpreter, which never waits for them.
+
+    python -m bril.backend.jit_server CACHE_DIR PROFILE_KEY LEVEL
+
+`brili`'s JIT starts one when it first wants native code (`bril.backend.jit_client`);
+the program goes through the code cache (`("program", PROFILE_KEY)`, as the JIT
+stored it).  The server imports llvmlite and makes its target machine at once,
+while the interpreter runs on, then builds what it is asked, one unit at a time,
+in the order asked: each into the code cache (`bril.backend.jitcache`), replying
+when it is there.  The interpreter loads it with the dynamic loader at the next
+arrival at the loop, or binds the function to it.
+
+When its input closes (the run is over, or it ended without a word), it finishes
+what it was asked, builds what the run found hot and never asked for (the hot
+code of a run too short to ask: the next run finds it native), notes every unit
+it built in the program's profile (`bril.backend.jitprofile.update_profile`) and
+exits.  It runs in a session of its own (a Ctrl-C of the run does not stop a build
+half-way), prints nothing, and every failure is silent: what is not built is
+interpreted, or built by a later run.
+
+While it builds a unit it holds a lock on the unit's key (`building`): a run
+that wants the same unit waits for it to land instead of building it again, and
+`BRIL_JIT_PRECOMPILE=wait` waits for every build in flight.
+
+Messages are a 4-byte length and a marshalled tuple each way:
+    ("build", rid, what, candidates)  a region (what = (index, header); candidates:
+                                      [(blocks, entries)], widest first, the first
+                                      that lowers is built) or a whole function
+                                      (what = index; candidates None)
+    ("finish", todo)                  the run is over: also build these (as `what`s)
+    ("built", rid, key, seconds, blocks, entries, error)     the reply: the unit's
+                                      key (None if nothing could be built), the
+                                      region's blocks and entries, why not
+"""
+
+import marshal
+import os
+import sys
+import time
+
+from ..ir.errors import BrilError
+
+
+# --- framing ------------------------------------------------------------------------
+
+def frame(message):
+    data = marshal.dumps(message)
+    return len(data).to_bytes(4, "little") + data
+
+
+class Reader:
+    """Messages from a file descriptor: `read()` blocks for the next (None at end of
+    input); `ready()` returns those already complete without waiting (the fd must
+    then be non-blocking)."""
+
+    def __init__(self, fd):
+        self.fd = fd
+        self.buf = b""
+        self.messages = []
+        self.closed = False
+
+    def _parse(self):
+        buf = self.buf
+        while len(buf) >= 4:
+            n = int.from_bytes(buf[:4], "little")
+            if len(buf) < 4 + n:
+                break
+            try:
+                self.messages.append(marshal.loads(buf[4:4 + n]))
+            except Exception:
+                pass
+            buf = buf[4 + n:]
+        self.buf = buf
+
+    def _fill(self):
+        """Read what there is; False if nothing was there (or at end of input)."""
+        try:
+            chunk = os.read(self.fd, 1 << 16)
+        except BlockingIOError:
+            return False
+        except OSError:
+            chunk = b""
+        if not chunk:
+            self.closed = True
+            return False
+        self.buf += chunk
+        self._parse()
+        return True
+
+    def ready(self):
+        while not self.closed and self._fill():
+            pass
+        out, self.messages = self.messages, []
+        return out
+
+    def read(self):
+        while not self.messages and not self.closed:
+            self._fill()
+        return self.messages.pop(0) if self.messages else None
+
+
+# --- locks on files of the cache -----------------------------------------------------
+
+def lock_path(cache, name):
+    return os.path.join(cache.directory, "locks", name)
+
+
+def open_lock(cache, name):
+    """A file descriptor of the lock file `name` (made if need be), or None."""
+    folder = os.path.join(cache.directory, "locks")
+    try:
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        return os.open(os.path.join(folder, name), os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError:
+        return None
+
+
+class building:
+    """`with building(cache, key):` holds the lock of a unit being built (released
+    when the build ends, or when the process dies)."""
+
+    def __init__(self, cache, key, prefix="build-"):
+        self.cache, self.name = cache, prefix + key
+        self.fd = None
+
+    def __enter__(self):
+        import fcntl
+        self.fd = open_lock(self.cache, self.name)
+        if self.fd is not None:
+            try:
+                fcntl.flock(self.fd, fcntl.LOCK_EX)
+            except OSError:
+                pass
+        return self
+
+    def __exit__(self, *exc):
+        if self.fd is not None:
+            try:
+                os.unlink(lock_path(self.cache, self.name))
+            except OSError:
+                pass
+            os.close(self.fd)
+
+
+def being_built(cache, key):
+    """Is another process building unit `key` now?"""
+    import fcntl
+    path = lock_path(cache, "build-" + key)
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return False
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
+
+
+def wait_for_builds(cache, timeout=600.0):
+    """Wait until no compile server is at work for this cache and no unit is being
+    built (any process's), at most `timeout` seconds."""
+    import fcntl
+    folder = os.path.join(cache.directory, "locks")
+    deadline = time.monotonic() + timeout
+    try:
+        names = [n for n in os.listdir(folder) if n.startswith(("server-", "build-"))]
+    except OSError:
+        return
+    for name in names:
+        try:
+            fd = os.open(os.path.join(folder, name), os.O_RDONLY)
+        except OSError:
+            continue
+        try:
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                    break
+                except OSError:
+                    if time.monotonic() > deadline:
+                        return
+                    time.sleep(0.01)
+        finally:
+            os.close(fd)
+
+
+# --- the server ------------------------------------------------------------------------
+
+class Server:
+    def __init__(self, cache, key, level):
+        self.cache, self.key, self.level = cache, key, level
+        self.linked = self.compiled = None
+        self.built = {}             # what -> {"blocks", "entries"} (regions) or {} (calls)
+        self.failed = []            # whats nothing could be built for
+
+    def load_program(self):
+        """The program (linked, with its generated-code facts): False if it is gone."""
+        if self.linked is not None:
+            return True
+        from .jitprofile import load_profile, program_key
+        from ..interpreter.interp import CompiledProgram
+        from ..ir.linker import link
+        source = self.cache.get_marshalled("program", self.key)
+        if source is None:
+            return False
+        prog, base_dir, lib_dirs, filename = source
+        self.linked = link(prog, base_dir=base_dir, lib_dirs=lib_dirs, filename=filename)
+        profile = load_profile(self.cache, self.key)
+        if profile is not None and profile.get("program") not in (None,
+                                                                  program_key(self.linked)):
+            self.linked = None          # (another program with the same outline now)
+            return False
+        self.compiled = CompiledProgram(self.linked, open(os.devnull, "w"))
+        return True
+
+    def build(self, what, candidates):
+        """(unit key, blocks, entries) of what was built for `what` (a region's first
+        candidate that lowers, or a whole function); raises BrilError if none."""
+        from . import jitcache
+        if isinstance(what, tuple):
+            index, _ = what
+            fc = self.compiled.function_code(index)
+            if candidates is None:
+                from .regions import select_region
+                candidates = select_region(fc, what[1])
+            error = None
+            for blocks, entries in candidates:
+                ukey = jitcache.unit_key(self.linked, "region", index, blocks, entries,
+                                         self.level)
+                try:
+                    self._keep(ukey, lambda: jitcache.lower_region_unit(
+                        self.linked, fc, blocks, entries, "bril.unit")[:2])
+                except BrilError as e:
+                    error = e
+                    continue
+                self.built[what] = {"blocks": sorted(blocks), "entries": sorted(entries)}
+                return ukey, sorted(blocks), sorted(entries)
+            raise error or BrilError("no region")
+        ukey = jitcache.unit_key(self.linked, "call", what, None, None, self.level)
+        self._keep(ukey, lambda: jitcache.lower_call_unit(self.linked, what, "bril.unit")[:2])
+        self.built[what] = {}
+        return ukey, None, None
+
+    def _keep(self, ukey, lower):
+        """The unit `ukey` in the cache: there already, or lowered and built now."""
+        from . import jitcache
+        with building(self.cache, ukey):
+            if jitcache.stored_meta(self.cache, ukey) is not None:
+                return
+            module, meta = lower()
+            if not jitcache.keep_unit(self.cache, ukey, module, meta, self.level):
+                raise BrilError("the compiled code could not be kept in the code cache")
+
+    def note_in_profile(self):
+        """Every unit built, and what failed, into the program's profile."""
+        if not self.built and not self.failed:
+            return
+        from . import jitcache
+        from .jitprofile import update_profile
+
+        def add(profile):
+            regions, calls = profile.setdefault("regions", {}), profile.setdefault("calls", {})
+            for what, spec in self.built.items():
+                if isinstance(what, tuple):
+                    regions[what] = spec
+                else:
+                    calls[what] = spec
+                # (a unit that touches memory needs the shared heap from the start)
+            for what in self.failed:
+                if what not in regions and what not in calls:
+                    jitcache.mark_tried(profile, what, self.level)
+            if self._needs_heap():
+                profile["heap"] = True
+            return profile
+        update_profile(self.cache, self.key, add, self.linked)
+
+    def _needs_heap(self):
+        from . import jitcache
+        for what, spec in self.built.items():
+            if isinstance(what, tuple):
+                ukey = jitcache.unit_key(self.linked, "region", what[0], spec["blocks"],
+                                         spec["entries"], self.level)
+            else:
+                ukey = jitcache.unit_key(self.linked, "call", what, None, None, self.level)
+            meta = jitcache.stored_meta(self.cache, ukey)
+            if meta is not None and meta.get("heap"):
+                return True
+        return False
+
+
+def _reply(message):
+    try:
+        os.write(1, frame(message))
+    except OSError:             # (the run is over: nobody reads)
+        pass
+
+
+def serve(cache, key, level):
+    from . import native
+    from ..native_runtime.nativert import runtime_shared_object
+    server = Server(cache, key, level)
+    try:
+        # (LLVM set up, and the run-time library built if this is the first run ever,
+        # while the run goes on: the run loads it with the first unit)
+        native.target_machine(level)
+        runtime_shared_object()
+    except BrilError:
+        pass
+    reader = Reader(0)
+    todo = []
+    while True:
+        message = reader.read()
+        if message is None:
+            break
+        if message[0] == "finish":
+            todo = list(message[1])
+            break
+        if message[0] != "build":
+            continue
+        _, rid, what, candidates = message
+        t0 = time.perf_counter()
+        try:
+            if not server.load_program():
+                raise BrilError("the program is not in the code cache")
+            ukey, blocks, entries = server.build(what, candidates)
+            _reply(("built", rid, ukey, time.perf_counter() - t0, blocks, entries, None))
+        except Exception as e:          # (LLVM's own errors too: interpret it)
+            server.failed.append(what)
+            _reply(("built", rid, None, time.perf_counter() - t0, None, None,
+                    getattr(e, "message", None) or str(e) or type(e).__name__))
+    # The run is over: what it found hot and never asked for, for the next run.
+    os.close(1)
+    for what in todo:
+        if what in server.built:
+            continue
+        try:
+            if server.load_program():
+                server.build(what, None)
+        except Exception:
+            server.failed.append(what)
+    if server.linked is not None:
+        server.note_in_profile()
+
+
+def main(argv):
+    from ..cache.codecache import CodeCache
+    directory, key, level = argv[0], argv[1], int(argv[2])
+    cache = CodeCache(directory)
+    try:
+        serve(cache, key, level)
+    except Exception:               # nobody to tell: the next run compiles as usual
+        pass
+    finally:
+        # The lock its run took for it (`server-...`, held on fd 3 while the server
+        # lives: `wait_for_builds` waits for the whole queue, not only the unit
+        # being built).
+        if len(argv) > 3:
+            try:
+                os.unlink(lock_path(cache, argv[3]))
+            except OSError:
+                pass
+    return 0
+
+
+if __name__ == "__main__":
+    # (leave without LLVM's static destructors or the atexit of anything imported)
+    sys.stdout.flush()
+    os._exit(main(sys.argv[1:]))

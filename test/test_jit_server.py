@@ -1,0 +1,203 @@
+"""The JIT's compile server (`bril.backend.jit_server`, `bril.backend.jit_client`):
+native code built in a process of its own while the interpreter runs on, used at
+the next arrival, kept for the next run, and `brili` running the JIT by default.
+"""
+
+import io
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from bril.backend import jitcache
+from bril.backend.jit import Jit, LoopRegion
+from bril.backend.jit_client import CompileServer
+from bril.backend.jit_server import Reader, being_built, building, frame
+from bril.backend.jitprofile import load_profile, profile_key
+from bril.cache.codecache import CodeCache
+from bril.interpreter.interp import compile_program
+from bril.ir.text import parse_program
+from bril.native_runtime import nativert
+
+pytestmark = pytest.mark.skipif(nativert.c_compiler() is None, reason="no C compiler")
+
+LOOP = """
+@main(n: int) {
+  i: int = const 0;
+  s: int = const 0;
+  one: int = const 1;
+.head:
+  c: bool = lt i n;
+  br c .body .done;
+.body:
+  s: int = add s i;
+  i: int = add i one;
+  jmp .head;
+.done:
+  print s;
+}
+"""
+
+
+def _wait(predicate, seconds=120.0):
+    deadline = time.monotonic() + seconds
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
+
+
+def _brili(args, text, cache_dir, **env):
+    return subprocess.run([sys.executable, "-m", "bril.cli.brili", *args],
+                          input=json.dumps(parse_program(text)), capture_output=True, text=True,
+                          timeout=300, env=dict(os.environ, BRIL_CACHE_DIR=str(cache_dir), **env))
+
+
+def _attached(text, cache):
+    """A Jit attached to the program of `text` (not running; no sampler thread)."""
+    import threading
+    prog = parse_program(text)
+    compiled, main = compile_program(prog, out=io.StringIO())
+    jit = Jit(cache=cache, pay_back=12, shared_heap=None)
+    jit.source = (prog, None, [], None)
+    jit.attach(compiled, sampler_thread=threading.get_ident())
+    fc = compiled.function_code(main)
+    return jit, compiled, main, fc
+
+
+def test_messages_cross_the_pipe_whole():
+    r, w = os.pipe()
+    os.write(w, frame(("build", 1, (2, 3), [([1, 2], [1])])) + frame(("finish", [4]))[:5])
+    reader = Reader(r)
+    os.set_blocking(r, False)
+    assert reader.ready() == [("build", 1, (2, 3), [([1, 2], [1])])]
+    os.write(w, frame(("finish", [4]))[5:])
+    os.close(w)
+    assert reader.ready() == [("finish", [4])]
+    assert reader.read() is None
+
+
+def test_the_server_builds_a_region_into_the_cache(tmp_path):
+    cache = CodeCache(str(tmp_path))
+    jit, compiled, main, fc = _attached(LOOP, cache)
+    header = fc.loops[0].header
+    server = CompileServer(cache, jit.profile_key, 2)
+    assert server.start(jit.source)
+    from bril.backend.regions import select_region
+    candidates = [(sorted(b), sorted(e)) for b, e in select_region(fc, header)]
+    rid = server.request((main, header), candidates)
+    replies = []
+    _wait(lambda: replies.extend(server.poll()) or replies)
+    (_, got, ukey, seconds, blocks, entries, error), = replies
+    assert got == rid and error is None and seconds > 0
+    assert (blocks, entries) == candidates[0]
+    assert jitcache.stored_meta(cache, ukey) is not None
+    server.finish([], wait=True)
+    # The server noted what it built in the program's profile, for the next run.
+    profile = load_profile(cache, jit.profile_key, compiled.linked)
+    assert profile["regions"][(main, header)] == {"blocks": blocks, "entries": entries}
+
+
+def test_a_unit_the_server_built_lands_and_raises_the_loops_flag(tmp_path):
+    cache = CodeCache(str(tmp_path))
+    jit, compiled, main, fc = _attached(LOOP, cache)
+    header = fc.loops[0].header
+    jit._ask_region(main, header)
+    assert (main, header) in jit.asking
+    assert jit.report()["regions"][0]["compiling"]
+    _wait(lambda: jit._land() or not jit.asked)
+    region = jit.regions[(main, header)]
+    assert isinstance(region, LoopRegion) and region.address is not None
+    assert region.asked_at is not None and region.arrived_at >= region.asked_at
+    assert compiled.ns[f"_JQ{main}_{header}"] is True
+    jit.finish()
+
+
+def test_a_unit_another_process_is_building_is_waited_for(tmp_path):
+    cache = CodeCache(str(tmp_path))
+    jit, compiled, main, fc = _attached(LOOP, cache)
+    header = fc.loops[0].header
+    from bril.backend.regions import select_region
+    blocks, entries = select_region(fc, header)[0]
+    ukey = jitcache.unit_key(compiled.linked, "region", main, blocks, entries, 2)
+    with building(cache, ukey):
+        assert being_built(cache, ukey)
+        jit._ask_region(main, header)
+        # (not asked again: this run waits for the other build to land)
+        assert (main, header) in jit.waiting and not jit.asking and jit.server is None
+        jit._land()
+        assert (main, header) in jit.waiting
+        # The other process's build lands (as its server would keep it).
+        module, meta = jitcache.lower_region_unit(compiled.linked, fc, blocks, entries,
+                                                  "bril.unit")[:2]
+        assert jitcache.keep_unit(cache, ukey, module, meta, 2)
+    jit._land()
+    region = jit.regions[(main, header)]
+    assert isinstance(region, LoopRegion) and region.address is not None
+    assert not being_built(cache, ukey)
+
+
+def test_the_next_run_is_warm_whatever_the_timing(tmp_path):
+    # A first run that ends while its server still builds, a run right after it
+    # that waits for every build in flight (BRIL_JIT_PRECOMPILE=wait): then every
+    # unit is in the cache, and the next run loads it at its first arrival.
+    plain = _brili(["--no-jit", "-p", "300000"], LOOP, tmp_path)
+    first = _brili(["-p", "300000"], LOOP, tmp_path, BRIL_JIT_PRECOMPILE="1")
+    after = _brili(["-p", "5"], LOOP, tmp_path, BRIL_JIT_PRECOMPILE="wait")
+    warm = _brili(["--jit-report", "-", "-p", "300000"], LOOP, tmp_path,
+                  BRIL_JIT_PRECOMPILE="0")
+    assert first.stdout == warm.stdout == plain.stdout
+    assert first.stderr == plain.stderr and warm.stderr.endswith(plain.stderr)
+    assert after.returncode == 0
+    assert "compiled in 0.000 s" in warm.stderr and "native from" in warm.stderr
+
+
+def test_a_long_first_run_asks_its_server_and_stays_exact(tmp_path):
+    plain = _brili(["--no-jit", "-p", "3000000"], LOOP, tmp_path)
+    first = _brili(["--jit-report", "-", "-p", "3000000"], LOOP, tmp_path)
+    assert first.stdout == plain.stdout
+    assert first.stderr.endswith(plain.stderr)
+    assert "compile server" in first.stderr and "asked for at" in first.stderr
+    if "native from" in first.stderr:       # (it landed before the run ended)
+        assert "0 entries" not in first.stderr
+
+
+def test_brili_runs_the_jit_by_default_and_no_jit_turns_it_off(tmp_path):
+    on = _brili(["--jit-report", "-", "-p", "300000"], LOOP, tmp_path)
+    assert on.returncode == 0 and on.stderr.startswith("jit: ")
+    for args, env in ((["--no-jit"], {}), ([], {"BRIL_JIT": "0"})):
+        off = _brili([*args, "-p", "300000"], LOOP, tmp_path, **env)
+        assert off.stdout == on.stdout
+        assert off.stderr == on.stderr.splitlines()[-1] + "\n"
+    # Without a usable cache (or --no-cache), the default runs interpreted, silently.
+    bad = tmp_path / "shared"
+    bad.mkdir(mode=0o777)
+    bad.chmod(0o777)            # (writable by others: never used)
+    done = _brili(["-p", "300000"], LOOP, bad)
+    assert done.stdout == on.stdout and done.stderr == on.stderr.splitlines()[-1] + "\n"
+    assert not (bad / "unit").exists()
+
+
+def test_the_report_describes_the_real_path(tmp_path):
+    # --jit-report runs the JIT a plain run uses (sampled, deferred); a run over
+    # before the JIT's first look says so.
+    from bril.backend.jit import report_text
+    from bril.backend.jit_deferred import DeferredJit
+    deferred = DeferredJit(CodeCache(str(tmp_path)), background=False, shared_heap=None)
+    assert "the run ended before the JIT's first look" in report_text(deferred.report())
+    long = _brili(["--jit-report", "-", "-p", "2000000"], LOOP, tmp_path)
+    assert "compile server" in long.stderr
+
+
+def test_profile_writers_lose_nothing_of_each_other(tmp_path):
+    from bril.backend.jitprofile import update_profile
+    from bril.ir.linker import link
+    cache = CodeCache(str(tmp_path))
+    linked = link(parse_program(LOOP))
+    key = profile_key(linked)
+    update_profile(cache, key, lambda p: dict(p, regions={(1, 1): {"blocks": [1]}}), linked)
+    update_profile(cache, key, lambda p: dict(p, calls={3: {}}), linked)
+    profile = load_profile(cache, key, linked)
+    assert profile["regions"] == {(1, 1): {"blocks": [1]}} and profile["calls"] == {3: {}}
