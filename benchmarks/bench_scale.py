@@ -9,8 +9,8 @@ best wall time of --repeat runs, and its result is checked exactly against
 
   bril2json     text -> JSON; the JSON must be the generated program
   bril2txt      JSON -> text; the text must parse back to the program
-  brili         brili -p
-  jit           brili --jit -p
+  brili         brili -p (the default engine: tiers and the JIT)
+  interp        brili --no-jit -p (the interpreter alone)
   opt           bril-opt -O (timed alone); its output run by brili must print
                 the expected output
   trace         brili --trace OUT.json -p (output and count of the original)
@@ -35,7 +35,7 @@ Examples:
   python benchmarks/bench_scale.py --json results.json              # also every figure as JSON
 
 The machine may be busy: compare figures from the same run, or best of several.
-`brili --jit`'s background precompilation for the next run is off while timing
+The JIT's building after a run (for the next run) is off while timing
 (BRIL_JIT_PRECOMPILE=0 unless set), and the tools use a fresh code cache
 (BRIL_CACHE_DIR): a tool's first run of a program generates its code, later
 repeats find it (best of --repeat: a user's repeated runs).
@@ -56,7 +56,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import shapes  # noqa: E402
 
-TOOLS = ["bril2json", "bril2txt", "brili", "jit", "opt", "trace", "brilc", "native", "ref"]
+TOOLS = ["bril2json", "bril2txt", "brili", "interp", "opt", "trace", "brilc", "native", "ref"]
 # Tools that translate or compile: time per static instruction.  The others run
 # the program: time per dynamic instruction.
 STATIC = {"bril2json", "bril2txt", "opt", "brilc"}
@@ -187,7 +187,8 @@ def tool_runner(tool, case, cmds, timeout):
         return dt, lambda: check_run("brilc's executable", r, shape, size)
 
     return {"bril2json": bril2json, "bril2txt": bril2txt,
-            "brili": engine(cmds["brili"], "brili"), "jit": engine(cmds["jit"], "brili --jit"),
+            "brili": engine(cmds["brili"], "brili"),
+            "interp": engine(cmds["interp"], "brili --no-jit"),
             "opt": opt, "trace": trace, "brilc": brilc, "native": native,
             "ref": engine(cmds["ref"], "reference") if cmds.get("ref") else None}[tool]
 
@@ -210,7 +211,7 @@ def fmt_time(t):
 
 
 def main(argv=None):
-    # `brili --jit` may leave a background process compiling for the next run
+    # `brili` (its JIT) may leave a compile server building for the next run
     # (bril.backend.jit_server); while timing, it would steal the CPU from the
     # measurements that follow, so it is off unless asked for.
     os.environ.setdefault("BRIL_JIT_PRECOMPILE", "0")
@@ -246,7 +247,7 @@ def _main(argv):
     p.add_argument("--bril2json", default="bril2json", metavar="CMD")
     p.add_argument("--bril2txt", default="bril2txt", metavar="CMD")
     p.add_argument("--brili", default="brili", metavar="CMD")
-    p.add_argument("--jit", default="brili --jit", metavar="CMD")
+    p.add_argument("--interp", default="brili --no-jit", metavar="CMD")
     p.add_argument("--opt", default="bril-opt -O", metavar="CMD")
     p.add_argument("--trace", default="brili --trace", metavar="CMD",
                    help="tracing command, followed by the output file (default: %(default)s)")
@@ -269,7 +270,7 @@ def _main(argv):
     if "ref" in tools and not opts.reference:
         p.error("tool ref needs --reference CMD")
     cmds = {"bril2json": shlex.split(opts.bril2json), "bril2txt": shlex.split(opts.bril2txt),
-            "brili": shlex.split(opts.brili), "jit": shlex.split(opts.jit),
+            "brili": shlex.split(opts.brili), "interp": shlex.split(opts.interp),
             "opt": shlex.split(opts.opt), "trace": shlex.split(opts.trace),
             "brilc": shlex.split(opts.brilc),
             "ref": shlex.split(opts.reference) if opts.reference else None}

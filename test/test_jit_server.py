@@ -201,3 +201,36 @@ def test_profile_writers_lose_nothing_of_each_other(tmp_path):
     update_profile(cache, key, lambda p: dict(p, calls={3: {}}), linked)
     profile = load_profile(cache, key, linked)
     assert profile["regions"] == {(1, 1): {"blocks": [1]}} and profile["calls"] == {3: {}}
+
+
+def test_a_later_run_claims_the_idle_server(tmp_path, monkeypatch):
+    # When its run is over the server waits, idle, for the next run: that run finds
+    # LLVM set up (and this program read), one run at a time.
+    from bril.backend import jit_server
+    from bril.backend.regions import select_region
+    monkeypatch.setenv("BRIL_JIT_SERVER_IDLE", "30")
+    cache = CodeCache(str(tmp_path))
+    jit, compiled, main, fc = _attached(LOOP, cache)
+    header = fc.loops[0].header
+    candidates = [(sorted(b), sorted(e)) for b, e in select_region(fc, header)]
+    first = CompileServer(cache, jit.profile_key, 2)
+    assert first.start(jit.source) and first.pid is not None
+    first.finish([], wait=True)
+    _wait(lambda: os.path.isdir(jit_server.servers_folder(cache))
+          and os.listdir(jit_server.servers_folder(cache)))
+    second = CompileServer(cache, jit.profile_key, 2)
+    assert second.start(jit.source) and second.pid is None and second.sock is not None
+    # (claimed: nobody else can claim it until this run lets it go)
+    assert jit_server.claim(cache, 2) is None
+    rid = second.request((main, header), candidates)
+    replies = []
+    _wait(lambda: replies.extend(second.poll()) or replies)
+    assert replies[0][1] == rid and replies[0][2] is not None
+    second.finish([], wait=True)
+    # Another Python, compiler or lowering would build other code: never claimed.
+    monkeypatch.setenv("CC", "another-cc")
+    assert jit_server.claim(cache, 2) is None
+    monkeypatch.delenv("CC")
+    third = jit_server.claim(cache, 2)
+    assert third is not None
+    third.close()

@@ -3,7 +3,7 @@
 Each shape of `benchmarks/shapes.py` (a 600-block jump chain, 100,000 adds in
 one block, 120 nested loops, 20,000 variables, a 3,000-deep call chain, 3,000
 functions) at its table size goes through each tool as a whole process, as a
-user runs it: `brili -p`, `brili --jit -p`, `bril-opt -O | brili`,
+user runs it: `brili -p` (tiers and the JIT), `brili --no-jit -p`, `bril-opt -O | brili`,
 `brili --trace`, `bril2txt | bril2json` and `brilc` + its executable.  Output
 and `total_dyn_inst` must be exactly `shapes.expected`'s.  Each (shape, tool)
 is its own test, so pytest-xdist spreads them over the cores; the few that take
@@ -22,11 +22,11 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 import shapes  # noqa: E402
 
-TOOLS = ["brili", "jit", "opt", "trace", "text", "brilc"]
+TOOLS = ["brili", "interp", "opt", "trace", "text", "brilc"]
 
 # (shape, tool) cases that take more than a few seconds on a 2-core machine.
 SLOW = {("straight-line", t) for t in TOOLS} | {
-    ("many-variables", "trace"), ("many-variables", "brilc"), ("many-variables", "jit"),
+    ("many-variables", "trace"), ("many-variables", "brilc"), ("many-variables", "interp"),
     ("call-chain", "trace"), ("call-chain", "brilc"), ("call-chain", "opt"),
     ("many-functions", "trace"), ("many-functions", "brilc"), ("many-functions", "opt"),
 }
@@ -68,8 +68,8 @@ def test_shape(shape, tool, tmp_path):
     data = json.dumps(prog).encode()
     if tool == "brili":
         _check(_run(["brili", "-p"], data), shape, size)
-    elif tool == "jit":
-        _check(_run(["brili", "--jit", "-p"], data), shape, size)
+    elif tool == "interp":
+        _check(_run(["brili", "--no-jit", "-p"], data), shape, size)
     elif tool == "opt":
         opt = _run(["bril-opt", "-O"], data)
         r = _run(["brili", "-p"], opt.stdout)

@@ -1161,7 +1161,7 @@ class Jit:
         out = {"setup_seconds": round(self.setup_seconds, 4), "refused": self.refused,
                "cache_hits": self.cache_hits, "regions": [], "functions": [],
                "instructions": self._run_instructions(),
-               "server": self.server is not None and self.server.started}
+               "server": self.server is not None and self.server.used}
         reported = {(r.index, r.header) for r in self.all_regions}
         for (index, header), region in sorted(self.regions.items()):
             if region is None and (index, header) not in reported:

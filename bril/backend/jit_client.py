@@ -39,24 +39,38 @@ def _reap():
 class CompileServer:
     def __init__(self, cache, key, level):
         self.cache, self.key, self.level = cache, key, level
-        self.pid = None
+        self.pid = None             # (a server started for this run)
+        self.sock = None            # (an idle server claimed: one socket both ways)
         self.out = None             # our end of its input
         self.reader = None          # of its replies
         self.broken = False
-        self.started = False
+        self.started = False        # (connected now)
+        self.used = False           # (this run had a server)
         self.next_rid = 0
 
     def start(self, source):
-        """Start the server for the program `source` (stored in the cache for it);
-        False if it cannot be."""
-        if self.pid is not None:
-            return True
+        """A server for the program `source` (stored in the cache for it): an idle one
+        claimed, else one started; False if there can be none."""
+        if self.started:
+            return not self.broken
         _reap()
         if self.broken or not self.cache.put_marshalled("program", self.key, source):
             self.broken = True
             return False
+        from .jit_server import claim
+        sock = claim(self.cache, self.level)
+        if sock is not None:
+            self.sock = sock
+            self.out = sock.fileno()
+            os.set_blocking(self.out, False)
+            self.reader = Reader(self.out)
+            self.started = self.used = True
+            return self._send(("program", self.key))
+        return self._spawn()
+
+    def _spawn(self):
         # The server's lock, taken here and handed to it (fd 3): from this moment
-        # until it exits, a run waiting for builds in flight sees it.
+        # until its first session ends, a run waiting for builds in flight sees it.
         name = f"server-{os.getpid()}-{id(self)}"
         lock = open_lock(self.cache, name)
         if lock is not None:
@@ -85,7 +99,7 @@ class CompileServer:
             os.close(from_us)
             os.close(to_us)
             return False
-        self.started = True
+        self.started = self.used = True
         self.out = from_us
         os.set_blocking(to_us, False)
         self.reader = Reader(to_us)
@@ -101,7 +115,7 @@ class CompileServer:
 
     def request(self, what, candidates):
         """Ask for a unit (see `bril.backend.jit_server`); its request id, or None."""
-        if self.pid is None or self.broken:
+        if not self.started or self.broken:
             return None
         rid = self.next_rid
         self.next_rid += 1
@@ -114,22 +128,24 @@ class CompileServer:
         return [m for m in self.reader.ready() if m and m[0] == "built"]
 
     def finish(self, todo, wait=False):
-        """The run is over: tell the server what else to build, let it go (or wait
-        for it to end)."""
-        if self.pid is None:
+        """The run is over: tell the server what else to build and let it go (or wait
+        until it has built everything)."""
+        if not self.started:
             return
-        if not self.broken:
-            self._send(("finish", list(todo)))
-        for fd in (self.out, self.reader.fd):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-        if wait:
-            try:
-                os.waitpid(self.pid, 0)
-            except OSError:
-                pass
+        if not self.broken and self._send(("finish", list(todo), wait)) and wait:
+            os.set_blocking(self.reader.fd, True)
+            while True:
+                message = self.reader.read()
+                if message is None or message[0] == "finished":
+                    break
+        if self.sock is not None:
+            self.sock.close()
         else:
+            for fd in (self.out, self.reader.fd):
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
             _UNREAPED.append(self.pid)
-        self.pid = None
+        self.started = False
+        self.broken = True

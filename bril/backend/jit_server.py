@@ -292,17 +292,208 @@ class Server:
         return False
 
 
-def _reply(message):
+# --- a session: one run's requests ------------------------------------------------------
+
+def _session(servers, cache, level, reader, write, key):
+    """Serve one run: build what it asks, in order, replying to each; when it is over
+    (it said `finish`, or its end of the connection closed), build what it found hot
+    and never asked for, and note every unit in the program's profile."""
+    todo, ack = [], False
+
+    def reply(message):
+        try:
+            write(frame(message))
+        except OSError:             # (the run is over: nobody reads)
+            pass
+
+    while True:
+        message = reader.read()
+        if message is None:
+            break
+        if message[0] == "program":
+            key = message[1]
+            continue
+        if message[0] == "finish":
+            todo = list(message[1])
+            ack = len(message) > 2 and message[2]
+            break
+        if message[0] != "build":
+            continue
+        _, rid, what, candidates = message
+        t0 = time.perf_counter()
+        server = _server_for(servers, cache, key, level)
+        try:
+            if not server.load_program():
+                raise BrilError("the program is not in the code cache")
+            ukey, blocks, entries = server.build(what, candidates)
+            reply(("built", rid, ukey, time.perf_counter() - t0, blocks, entries, None))
+        except Exception as e:          # (LLVM's own errors too: interpret it)
+            server.failed.append(what)
+            reply(("built", rid, None, time.perf_counter() - t0, None, None,
+                   getattr(e, "message", None) or str(e) or type(e).__name__))
+    # The run is over: what it found hot and never asked for, for the next run.
+    if key is not None:
+        server = _server_for(servers, cache, key, level)
+        for what in todo:
+            if what in server.built:
+                continue
+            try:
+                if server.load_program():
+                    server.build(what, None)
+            except Exception:
+                server.failed.append(what)
+        if server.linked is not None:
+            server.note_in_profile()
+        server.built, server.failed = {}, []
+    if ack:
+        reply(("finished",))
+
+
+def _server_for(servers, cache, key, level):
+    """The program `key`'s Server (kept for later sessions of the same program)."""
+    server = servers.get(key)
+    if server is None:
+        if len(servers) >= 8:
+            servers.clear()
+        server = servers[key] = Server(cache, key, level)
+    return server
+
+
+# --- idle servers: a later run's compiler, already started ------------------------------
+#
+# When its run is over the server waits, idle, for another run (IDLE_SECONDS, default
+# BRIL_JIT_SERVER_IDLE): runs that follow each other -- a script, turnt, a benchmark
+# loop, a test suite -- find LLVM loaded and set up, and the program already read if it
+# is the same.  It listens on a socket in the code cache's `servers` folder (private
+# to the user, as the cache is), named by what the code it builds depends on
+# (`fingerprint`): a run of other sources, another compiler or other settings never
+# uses it.  A run claims it by connecting and saying hello; the server takes its lock
+# (`server-...`) and answers `ready` before anything is asked of it.
+
+IDLE_SECONDS = 10.0
+
+
+def idle_seconds():
     try:
-        os.write(1, frame(message))
-    except OSError:             # (the run is over: nobody reads)
-        pass
+        return max(0.0, float(os.environ.get("BRIL_JIT_SERVER_IDLE", IDLE_SECONDS)))
+    except ValueError:
+        return IDLE_SECONDS
+
+
+def fingerprint(level):
+    """What a server's units depend on besides the program (see `nativert.native_digest`),
+    with this Python and the settings read from the environment."""
+    from ..cache.codecache import hasher
+    from ..native_runtime.nativert import native_digest
+    h = hasher(native_digest(level))
+    h.update(repr((sys.executable, os.environ.get("CC", ""),
+                   os.environ.get("BRIL_CHECK_FACTS", ""))).encode())
+    return h.hexdigest()[:24]
+
+
+def servers_folder(cache):
+    return os.path.join(cache.directory, "servers")
+
+
+def _idle(servers, cache, level):
+    """Wait for runs to claim this server and serve each; return when none came for
+    IDLE_SECONDS."""
+    import _socket
+    import select
+    wait = idle_seconds()
+    if wait <= 0:
+        return
+    folder = servers_folder(cache)
+    path = os.path.join(folder, f"{fingerprint(level)}-{os.getpid()}.sock")
+    try:
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        listener = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+        listener.bind(path)
+        listener.listen(4)
+    except OSError:
+        return
+    try:
+        while True:
+            if not select.select([listener], [], [], wait)[0]:
+                return
+            try:
+                fd, _ = listener._accept()
+            except OSError:
+                continue
+            conn = _socket.socket(fileno=fd)
+            if receive(conn, 2.0) != ("hello",):
+                conn.close()
+                continue
+            conn.settimeout(None)
+            reader = Reader(fd)
+            with building(cache, f"server-{os.getpid()}", prefix=""):
+                try:
+                    conn.sendall(frame(("ready",)))
+                except OSError:
+                    conn.close()
+                    continue
+                _session(servers, cache, level, reader, conn.sendall, None)
+            conn.close()
+    finally:
+        listener.close()
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+
+
+def receive(sock, timeout):
+    """One message from a socket within `timeout` seconds, or None."""
+    sock.settimeout(timeout)
+    data = b""
+    try:
+        while len(data) < 4 or len(data) < 4 + int.from_bytes(data[:4], "little"):
+            chunk = sock.recv(1 << 16)
+            if not chunk:
+                return None
+            data += chunk
+        return marshal.loads(data[4:4 + int.from_bytes(data[:4], "little")])
+    except (OSError, ValueError, EOFError):
+        return None
+
+
+def claim(cache, level):
+    """An idle server's connection (a socket, claimed: it answered `ready`), or None."""
+    import _socket
+    folder = servers_folder(cache)
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return None
+    mine = fingerprint(level) + "-"
+    for name in names:
+        if not (name.startswith(mine) and name.endswith(".sock")):
+            continue
+        path = os.path.join(folder, name)
+        sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+        try:
+            sock.settimeout(0.5)
+            sock.connect(path)
+            sock.sendall(frame(("hello",)))
+            if receive(sock, 0.5) == ("ready",):
+                sock.settimeout(None)
+                return sock
+        except ConnectionRefusedError:
+            try:
+                os.unlink(path)             # (nobody listens there any more)
+            except OSError:
+                pass
+        except OSError:
+            pass
+        sock.close()
+    return None
 
 
 def serve(cache, key, level):
+    """The run that started the server is its first session (on stdin and stdout),
+    then it waits, idle, for more."""
     from . import native
     from ..native_runtime.nativert import runtime_shared_object
-    server = Server(cache, key, level)
     try:
         # (LLVM set up, and the run-time library built if this is the first run ever,
         # while the run goes on: the run loads it with the first unit)
@@ -310,59 +501,38 @@ def serve(cache, key, level):
         runtime_shared_object()
     except BrilError:
         pass
-    reader = Reader(0)
-    todo = []
-    while True:
-        message = reader.read()
-        if message is None:
-            break
-        if message[0] == "finish":
-            todo = list(message[1])
-            break
-        if message[0] != "build":
-            continue
-        _, rid, what, candidates = message
-        t0 = time.perf_counter()
-        try:
-            if not server.load_program():
-                raise BrilError("the program is not in the code cache")
-            ukey, blocks, entries = server.build(what, candidates)
-            _reply(("built", rid, ukey, time.perf_counter() - t0, blocks, entries, None))
-        except Exception as e:          # (LLVM's own errors too: interpret it)
-            server.failed.append(what)
-            _reply(("built", rid, None, time.perf_counter() - t0, None, None,
-                    getattr(e, "message", None) or str(e) or type(e).__name__))
-    # The run is over: what it found hot and never asked for, for the next run.
+    servers = {}
+    _session(servers, cache, level, Reader(0), lambda data: os.write(1, data), key)
     os.close(1)
-    for what in todo:
-        if what in server.built:
-            continue
-        try:
-            if server.load_program():
-                server.build(what, None)
-        except Exception:
-            server.failed.append(what)
-    if server.linked is not None:
-        server.note_in_profile()
+    return servers
 
 
 def main(argv):
     from ..cache.codecache import CodeCache
     directory, key, level = argv[0], argv[1], int(argv[2])
     cache = CodeCache(directory)
+    servers = {}
     try:
-        serve(cache, key, level)
+        servers = serve(cache, key, level)
     except Exception:               # nobody to tell: the next run compiles as usual
         pass
     finally:
-        # The lock its run took for it (`server-...`, held on fd 3 while the server
-        # lives: `wait_for_builds` waits for the whole queue, not only the unit
+        # The lock its run took for it (`server-...`, held on fd 3 until the first
+        # session ends: `wait_for_builds` waits for the whole queue, not only the unit
         # being built).
         if len(argv) > 3:
             try:
                 os.unlink(lock_path(cache, argv[3]))
             except OSError:
                 pass
+            try:
+                os.close(3)
+            except OSError:
+                pass
+    try:
+        _idle(servers, cache, level)
+    except Exception:
+        pass
     return 0
 
 
