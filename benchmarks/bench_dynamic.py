@@ -27,7 +27,9 @@ the two forms must print the same stdout, and every tier the same stdout and
 `-p` count as brili; a `!` marks a disagreement (exit status 1).
 
 With --long, brili, jit and ref run on the LONG-ARGS inputs too (the
-reference then takes seconds per run).
+reference then takes seconds per run).  Even there the native tiers (brilc,
+warm jit) run for milliseconds, much of it process start-up, so their ratios
+are coarse; a program that stays slow natively stands out all the same.
 
 Examples:
   python benchmarks/bench_dynamic.py
