@@ -14,6 +14,9 @@
   ALT-ARGS line after it, and both snapshot files in the corpus layout.
 - The ALT-ARGS inputs (no snapshots: they exist to test traces on inputs they
   were not recorded on) run in process to completion, freeing all memory.
+- Each program of the dynamic family (benchmarks/dynamic) is written as a
+  dynamic front end emits Bril and has a typed twin (benchmarks/dynamic/typed)
+  with the same inputs and the same expected output.
 """
 
 import os
@@ -113,3 +116,47 @@ def test_alt_args_input_runs_and_frees_memory(path):
     stdout, count = run_capture(prog, _alt_args(path))
     assert stdout.strip()
     assert count > 0
+
+
+DYNAMIC = sorted((BENCHMARKS / "dynamic").glob("*.bril"))
+
+
+def test_the_dynamic_family_is_there():
+    assert len(DYNAMIC) >= 12
+
+
+@pytest.mark.parametrize("path", DYNAMIC, ids=_id)
+def test_dynamic_program_has_a_typed_twin_with_the_same_output(path):
+    twin = path.parent / "typed" / path.name
+    assert twin.exists(), f"no typed twin {twin}"
+    lines = {}
+    for p in (path, twin):
+        text = p.read_text()
+        found = [re.search(rf"^# {key}:(.*)$", text, re.M) for key in ("ARGS", "ALT-ARGS", "LONG-ARGS")]
+        assert all(found), f"{p.name}: needs ARGS, ALT-ARGS and LONG-ARGS lines"
+        # turnt takes the first `ARGS:` it finds: LONG-ARGS comes after the others.
+        assert found[0].start() < found[1].start() < found[2].start(), p
+        lines[p] = [m.group(1).split() for m in found]
+    assert lines[path] == lines[twin]
+    assert path.with_suffix(".out").read_text() == twin.with_suffix(".out").read_text()
+
+
+@pytest.mark.parametrize("path", DYNAMIC, ids=_id)
+def test_dynamic_program_is_written_with_any(path):
+    """Every variable, parameter and result `any`; arrays ptr<any>; typed values
+    only where Bril needs them: @main's arguments and float literals (a typed
+    const copied into an `any` variable)."""
+    from bril.ir.text import parse_program
+
+    prog = parse_program(path.read_text())
+    for func in prog["functions"]:
+        if func["name"] != "main":
+            assert all(a["type"] == "any" for a in func.get("args", [])), func["name"]
+        assert func.get("type", "any") == "any", func["name"]
+        for instr in func["instrs"]:
+            if "dest" not in instr:
+                continue
+            kind = instr["type"]
+            if instr["op"] == "const" and kind == "float":
+                continue
+            assert kind in ("any", {"ptr": "any"}), (func["name"], instr)
