@@ -94,6 +94,15 @@ class Reader:
         out, self.messages = self.messages, []
         return out
 
+    def pending(self):
+        """Is a message already complete, or bytes waiting (without blocking)?"""
+        if self.messages:
+            return True
+        if self.closed:
+            return False
+        import select
+        return bool(select.select([self.fd], [], [], 0)[0])
+
     def read(self):
         while not self.messages and not self.closed:
             self._fill()
@@ -196,6 +205,7 @@ class Server:
         self.linked = self.compiled = None
         self.built = {}             # what -> {"blocks", "entries"} (regions) or {} (calls)
         self.failed = []            # whats nothing could be built for
+        self.held = {}              # unit key -> lock fd, for units asked and not built yet
 
     def load_program(self):
         """The program (linked, with its generated-code facts): False if it is gone."""
@@ -245,15 +255,64 @@ class Server:
         self.built[what] = {}
         return ukey, None, None
 
+    def hold(self, what, candidates):
+        """Take the build lock of the unit `what` will most likely be as soon as it is
+        asked for (not only when its turn comes): a run that wants the same unit
+        then waits for this build instead of asking its own server for it."""
+        from . import jitcache
+        if not self.load_program():
+            return
+        if isinstance(what, tuple):
+            if not candidates:
+                return
+            blocks, entries = candidates[0]
+            ukey = jitcache.unit_key(self.linked, "region", what[0], blocks, entries, self.level)
+        else:
+            ukey = jitcache.unit_key(self.linked, "call", what, None, None, self.level)
+        if ukey in self.held:
+            return
+        import fcntl
+        fd = open_lock(self.cache, "build-" + ukey)
+        if fd is None:
+            return
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:             # (another process builds it)
+            os.close(fd)
+            return
+        self.held[ukey] = fd
+
+    def release(self, ukey):
+        fd = self.held.pop(ukey, None)
+        if fd is not None:
+            try:
+                os.unlink(lock_path(self.cache, "build-" + ukey))
+            except OSError:
+                pass
+            os.close(fd)
+
+    def release_all(self):
+        for ukey in list(self.held):
+            self.release(ukey)
+
     def _keep(self, ukey, lower):
         """The unit `ukey` in the cache: there already, or lowered and built now."""
-        from . import jitcache
+        if ukey in self.held:
+            try:
+                self._build_unit(ukey, lower)
+            finally:
+                self.release(ukey)
+            return
         with building(self.cache, ukey):
-            if jitcache.stored_meta(self.cache, ukey) is not None:
-                return
-            module, meta = lower()
-            if not jitcache.keep_unit(self.cache, ukey, module, meta, self.level):
-                raise BrilError("the compiled code could not be kept in the code cache")
+            self._build_unit(ukey, lower)
+
+    def _build_unit(self, ukey, lower):
+        from . import jitcache
+        if jitcache.stored_meta(self.cache, ukey) is not None:
+            return
+        module, meta = lower()
+        if not jitcache.keep_unit(self.cache, ukey, module, meta, self.level):
+            raise BrilError("the compiled code could not be kept in the code cache")
 
     def note_in_profile(self):
         """Every unit built, and what failed, into the program's profile."""
@@ -306,19 +365,29 @@ def _session(servers, cache, level, reader, write, key):
         except OSError:             # (the run is over: nobody reads)
             pass
 
+    queue = []
     while True:
-        message = reader.read()
-        if message is None:
+        # Everything already sent is queued, and its units locked as being built.
+        while not queue or reader.pending():
+            message = reader.read()
+            if message is None:
+                break
+            if message[0] == "program":
+                key = message[1]
+            elif message[0] in ("build", "finish") and key is not None:
+                queue.append(message)
+                if message[0] == "build":
+                    try:
+                        _server_for(servers, cache, key, level).hold(*message[2:4])
+                    except Exception:
+                        pass
+        if not queue:
             break
-        if message[0] == "program":
-            key = message[1]
-            continue
+        message = queue.pop(0)
         if message[0] == "finish":
             todo = list(message[1])
             ack = len(message) > 2 and message[2]
             break
-        if message[0] != "build":
-            continue
         _, rid, what, candidates = message
         t0 = time.perf_counter()
         server = _server_for(servers, cache, key, level)
@@ -345,6 +414,7 @@ def _session(servers, cache, level, reader, write, key):
         if server.linked is not None:
             server.note_in_profile()
         server.built, server.failed = {}, []
+        server.release_all()
     if ack:
         reply(("finished",))
 
