@@ -16,7 +16,7 @@ from bril.backend import jitcache
 from bril.backend.jit import Jit, LoopRegion
 from bril.backend.jit_client import CompileServer
 from bril.backend.jit_server import Reader, being_built, building, frame
-from bril.backend.jitprofile import load_profile, profile_key
+from bril.backend.jitprofile import load_profile, profile_key, program_key
 from bril.cache.codecache import CodeCache
 from bril.interpreter.interp import compile_program
 from bril.ir.text import parse_program
@@ -83,7 +83,7 @@ def test_the_server_builds_a_region_into_the_cache(tmp_path):
     cache = CodeCache(str(tmp_path))
     jit, compiled, main, fc = _attached(LOOP, cache)
     header = fc.loops[0].header
-    server = CompileServer(cache, jit.profile_key, 2)
+    server = CompileServer(cache, jit.profile_key, program_key(compiled.linked), 2)
     assert server.start(jit.source)
     from bril.backend.regions import select_region
     candidates = [(sorted(b), sorted(e)) for b, e in select_region(fc, header)]
@@ -213,12 +213,12 @@ def test_a_later_run_claims_the_idle_server(tmp_path, monkeypatch):
     jit, compiled, main, fc = _attached(LOOP, cache)
     header = fc.loops[0].header
     candidates = [(sorted(b), sorted(e)) for b, e in select_region(fc, header)]
-    first = CompileServer(cache, jit.profile_key, 2)
+    first = CompileServer(cache, jit.profile_key, program_key(compiled.linked), 2)
     assert first.start(jit.source) and first.pid is not None
     first.finish([], wait=True)
     _wait(lambda: os.path.isdir(jit_server.servers_folder(cache))
           and os.listdir(jit_server.servers_folder(cache)))
-    second = CompileServer(cache, jit.profile_key, 2)
+    second = CompileServer(cache, jit.profile_key, program_key(compiled.linked), 2)
     assert second.start(jit.source) and second.pid is None and second.sock is not None
     # (claimed: nobody else can claim it until this run lets it go)
     assert jit_server.claim(cache, 2) is None
@@ -234,3 +234,14 @@ def test_a_later_run_claims_the_idle_server(tmp_path, monkeypatch):
     third = jit_server.claim(cache, 2)
     assert third is not None
     third.close()
+
+
+def test_programs_of_one_outline_never_share_units(tmp_path):
+    # Two programs alike but for a constant have the same profile key (their
+    # outline); an idle server that served one must build the other's own units.
+    other = LOOP.replace("s: int = add s i;", "s: int = sub s i;")
+    env = dict(BRIL_JIT_SERVER_IDLE="30", BRIL_JIT_PRECOMPILE="wait")
+    for text in (LOOP, other, LOOP, other):
+        plain = _brili(["--no-jit", "3000000"], text, tmp_path)
+        got = _brili(["3000000"], text, tmp_path, **env)
+        assert got.stdout == plain.stdout, text

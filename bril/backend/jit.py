@@ -549,7 +549,9 @@ class Jit:
         """The compile server, started on first use; None if it cannot be."""
         if self.server is None:
             from .jit_client import CompileServer
-            self.server = CompileServer(self.cache, self.profile_key, self.level)
+            from .jitprofile import program_key
+            self.server = CompileServer(self.cache, self.profile_key,
+                                        program_key(self.compiled.linked), self.level)
         if self.source is None or not self.server.start(self.source):
             return None
         return self.server
@@ -562,6 +564,12 @@ class Jit:
         if rid is None:
             return False
         ask = _Ask(what, time.perf_counter() - self.start_time)
+        # (the keys its unit may have: a reply with another is refused, never run)
+        from . import jitcache
+        kind, index = ("region", what[0]) if isinstance(what, tuple) else ("call", what)
+        ask.keys = {jitcache.unit_key(self.compiled.linked, kind, index, blocks, entries,
+                                      self.level)
+                    for blocks, entries in (candidates or [(None, None)])}
         self.asked[rid] = self.asking[what] = ask
         return True
 
@@ -663,6 +671,8 @@ class Jit:
                 ask.seconds = seconds
                 ask.arrived_at = time.perf_counter() - self.start_time
                 unit = None
+                if ukey is not None and ukey not in ask.keys:
+                    error, ukey = "the compile server built another program's unit", None
                 if ukey is not None and self._setup_runtime():
                     unit = jitcache.load_unit(self.cache, ukey)
                     if unit is None:
@@ -1208,6 +1218,7 @@ class _Ask:
 
     def __init__(self, what, asked_at):
         self.what = what
+        self.keys = ()
         self.asked_at = asked_at
         self.arrived_at = None
         self.seconds = 0.0

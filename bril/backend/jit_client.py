@@ -37,8 +37,9 @@ def _reap():
 
 
 class CompileServer:
-    def __init__(self, cache, key, level):
-        self.cache, self.key, self.level = cache, key, level
+    def __init__(self, cache, key, program, level):
+        # (key: the program's profile key; program: the digest of the whole program)
+        self.cache, self.key, self.program, self.level = cache, key, program, level
         self.pid = None             # (a server started for this run)
         self.sock = None            # (an idle server claimed: one socket both ways)
         self.out = None             # our end of its input
@@ -54,7 +55,7 @@ class CompileServer:
         if self.started:
             return not self.broken
         _reap()
-        if self.broken or not self.cache.put_marshalled("program", self.key, source):
+        if self.broken or not self.cache.put_marshalled("program", self.program, source):
             self.broken = True
             return False
         from .jit_server import claim
@@ -65,7 +66,7 @@ class CompileServer:
             os.set_blocking(self.out, False)
             self.reader = Reader(self.out)
             self.started = self.used = True
-            return self._send(("program", self.key))
+            return self._send(("program", self.key, self.program))
         return self._spawn()
 
     def _spawn(self):
@@ -82,7 +83,7 @@ class CompileServer:
         to_server, from_us = os.pipe()
         to_us, from_server = os.pipe()
         argv = [sys.executable, "-m", "bril.backend.jit_server", self.cache.directory,
-                self.key, str(self.level), name]
+                self.key, self.program, str(self.level), name]
         actions = [(os.POSIX_SPAWN_DUP2, to_server, 0), (os.POSIX_SPAWN_DUP2, from_server, 1),
                    (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_RDWR, 0)]
         if lock is not None:

@@ -1,11 +1,12 @@
 """The JIT's compile server: lowering and LLVM in a process of their own, beside the
 interpreter, which never waits for them.
 
-    python -m bril.backend.jit_server CACHE_DIR PROFILE_KEY LEVEL
+    python -m bril.backend.jit_server CACHE_DIR PROFILE_KEY PROGRAM_KEY LEVEL [LOCK]
 
 `brili`'s JIT starts one when it first wants native code (`bril.backend.jit_client`);
-the program goes through the code cache (`("program", PROFILE_KEY)`, as the JIT
-stored it).  The server imports llvmlite and makes its target machine at once,
+the program goes through the code cache (`("program", PROGRAM_KEY)`, as the JIT
+stored it: the key is a digest of the whole program, `jitprofile.program_key`, so
+two programs of one outline never take each other's place).  The server imports llvmlite and makes its target machine at once,
 while the interpreter runs on, then builds what it is asked, one unit at a time,
 in the order asked: each into the code cache (`bril.backend.jitcache`), replying
 when it is there.  The interpreter loads it with the dynamic loader at the next
@@ -24,6 +25,7 @@ that wants the same unit waits for it to land instead of building it again, and
 `BRIL_JIT_PRECOMPILE=wait` waits for every build in flight.
 
 Messages are a 4-byte length and a marshalled tuple each way:
+    ("program", profile_key, program_key)  the program of the requests that follow
     ("build", rid, what, candidates)  a region (what = (index, header); candidates:
                                       [(blocks, entries)], widest first, the first
                                       that lowers is built) or a whole function
@@ -200,8 +202,8 @@ def wait_for_builds(cache, timeout=600.0):
 # --- the server ------------------------------------------------------------------------
 
 class Server:
-    def __init__(self, cache, key, level):
-        self.cache, self.key, self.level = cache, key, level
+    def __init__(self, cache, key, program, level):
+        self.cache, self.key, self.program, self.level = cache, key, program, level
         self.linked = self.compiled = None
         self.built = {}             # what -> {"blocks", "entries"} (regions) or {} (calls)
         self.failed = []            # whats nothing could be built for
@@ -211,19 +213,17 @@ class Server:
         """The program (linked, with its generated-code facts): False if it is gone."""
         if self.linked is not None:
             return True
-        from .jitprofile import load_profile, program_key
+        from .jitprofile import program_key
         from ..interpreter.interp import CompiledProgram
         from ..ir.linker import link
-        source = self.cache.get_marshalled("program", self.key)
+        source = self.cache.get_marshalled("program", self.program)
         if source is None:
             return False
         prog, base_dir, lib_dirs, filename = source
-        self.linked = link(prog, base_dir=base_dir, lib_dirs=lib_dirs, filename=filename)
-        profile = load_profile(self.cache, self.key)
-        if profile is not None and profile.get("program") not in (None,
-                                                                  program_key(self.linked)):
-            self.linked = None          # (another program with the same outline now)
-            return False
+        linked = link(prog, base_dir=base_dir, lib_dirs=lib_dirs, filename=filename)
+        if program_key(linked) != self.program:
+            return False                # (not the program asked about)
+        self.linked = linked
         self.compiled = CompiledProgram(self.linked, open(os.devnull, "w"))
         return True
 
@@ -353,7 +353,7 @@ class Server:
 
 # --- a session: one run's requests ------------------------------------------------------
 
-def _session(servers, cache, level, reader, write, key):
+def _session(servers, cache, level, reader, write, key, program):
     """Serve one run: build what it asks, in order, replying to each; when it is over
     (it said `finish`, or its end of the connection closed), build what it found hot
     and never asked for, and note every unit in the program's profile."""
@@ -373,12 +373,13 @@ def _session(servers, cache, level, reader, write, key):
             if message is None:
                 break
             if message[0] == "program":
-                key = message[1]
+                key, program = message[1], message[2]
             elif message[0] in ("build", "finish") and key is not None:
                 queue.append(message)
                 if message[0] == "build":
                     try:
-                        _server_for(servers, cache, key, level).hold(*message[2:4])
+                        _server_for(servers, cache, key, program, level).hold(
+                            *message[2:4])
                     except Exception:
                         pass
         if not queue:
@@ -390,7 +391,7 @@ def _session(servers, cache, level, reader, write, key):
             break
         _, rid, what, candidates = message
         t0 = time.perf_counter()
-        server = _server_for(servers, cache, key, level)
+        server = _server_for(servers, cache, key, program, level)
         try:
             if not server.load_program():
                 raise BrilError("the program is not in the code cache")
@@ -402,7 +403,7 @@ def _session(servers, cache, level, reader, write, key):
                    getattr(e, "message", None) or str(e) or type(e).__name__))
     # The run is over: what it found hot and never asked for, for the next run.
     if key is not None:
-        server = _server_for(servers, cache, key, level)
+        server = _server_for(servers, cache, key, program, level)
         for what in todo:
             if what in server.built:
                 continue
@@ -419,13 +420,14 @@ def _session(servers, cache, level, reader, write, key):
         reply(("finished",))
 
 
-def _server_for(servers, cache, key, level):
-    """The program `key`'s Server (kept for later sessions of the same program)."""
-    server = servers.get(key)
+def _server_for(servers, cache, key, program, level):
+    """The Server of the program whose whole digest is `program` (kept for later
+    sessions of the same program: never another program of the same outline)."""
+    server = servers.get(program)
     if server is None:
         if len(servers) >= 8:
             servers.clear()
-        server = servers[key] = Server(cache, key, level)
+        server = servers[program] = Server(cache, key, program, level)
     return server
 
 
@@ -502,7 +504,7 @@ def _idle(servers, cache, level):
                 except OSError:
                     conn.close()
                     continue
-                _session(servers, cache, level, reader, conn.sendall, None)
+                _session(servers, cache, level, reader, conn.sendall, None, None)
             conn.close()
     finally:
         listener.close()
@@ -559,7 +561,7 @@ def claim(cache, level):
     return None
 
 
-def serve(cache, key, level):
+def serve(cache, key, program, level):
     """The run that started the server is its first session (on stdin and stdout),
     then it waits, idle, for more."""
     from . import native
@@ -572,27 +574,27 @@ def serve(cache, key, level):
     except BrilError:
         pass
     servers = {}
-    _session(servers, cache, level, Reader(0), lambda data: os.write(1, data), key)
+    _session(servers, cache, level, Reader(0), lambda data: os.write(1, data), key, program)
     os.close(1)
     return servers
 
 
 def main(argv):
     from ..cache.codecache import CodeCache
-    directory, key, level = argv[0], argv[1], int(argv[2])
+    directory, key, program, level = argv[0], argv[1], argv[2], int(argv[3])
     cache = CodeCache(directory)
     servers = {}
     try:
-        servers = serve(cache, key, level)
+        servers = serve(cache, key, program, level)
     except Exception:               # nobody to tell: the next run compiles as usual
         pass
     finally:
         # The lock its run took for it (`server-...`, held on fd 3 until the first
         # session ends: `wait_for_builds` waits for the whole queue, not only the unit
         # being built).
-        if len(argv) > 3:
+        if len(argv) > 4:
             try:
-                os.unlink(lock_path(cache, argv[3]))
+                os.unlink(lock_path(cache, argv[4]))
             except OSError:
                 pass
             try:
