@@ -87,6 +87,21 @@ def intern(tags):
     return _INTERNED.setdefault(tags, tags)
 
 
+def _checked(tags, typ):
+    """The tags of a value that passed an operand check of kind `typ` (a primitive,
+    or "ptr"), given its tags before; unchanged if the check can never pass."""
+    if typ == "ptr":
+        kept = frozenset(t for t in tags if t.startswith("ptr:"))
+        if "?" in tags:
+            kept |= {"ptr:?"}
+        return intern(kept) if kept and kept != tags else tags
+    if tags == frozenset((typ,)):
+        return tags
+    if typ in tags or "?" in tags:
+        return intern(frozenset((typ,)))
+    return tags
+
+
 def join(a, b):
     if a is b:
         return a
@@ -550,6 +565,10 @@ class _Analysis:
         seen = set()
         shared = False                      # an instruction object at two places
         recs = self.recs = []
+        # id(instr) -> ((operand number, kind), ...): the operands an instruction
+        # checks (raising the reference's error unless they hold a value of that
+        # kind), which after it hold one (see `_checked`)
+        self.checks = {}
         spec_vars = ft.spec_vars
         for b in blocks:
             brecs = []
@@ -627,6 +646,11 @@ class _Analysis:
         did = None
         if d is not None and (info is None or info.result is not None or op == "call"):
             did = ids[d]
+        if info is not None and info.args is not None:
+            checks = tuple([(a, typ) for a, typ in zip(aids, info.args)
+                            if a != did and (typ in PRIMS or typ == "ptr")])
+            if checks:
+                self.checks[id(instr)] = checks
         if info is None or info.kind == "effect" or info.kind == "control":
             if op == "speculate":
                 self.ft.has_spec = True
@@ -1098,6 +1122,7 @@ class _Analysis:
         ovget, odget = ov.get, od.get
         snaps = []
         arg_tags, arg_unbound = ft.arg_tags, ft.arg_unbound
+        checks = self.checks
         for kind, op, instr, iid, aids, did, extra in self.recs[bi]:
             if kind == _OTHER:
                 if record:
@@ -1106,12 +1131,19 @@ class _Analysis:
                     args = tuple([v[0] if v else TOP for v in vals])
                     arg_tags[iid] = args
                     arg_unbound[iid] = tuple([not (v and v[1]) for v in vals])
-                    if did is None:
-                        continue
-                elif did is None:
-                    continue
                 else:
                     vals = args = None
+                checked = checks.get(iid)
+                if checked is not None:
+                    # Past this instruction its checked operands hold values of the
+                    # kinds it checked (else it raised): later uses need no check.
+                    for a, typ in checked:
+                        v = ovget(a) or get(vroot, a)
+                        tags = _checked(v[0] if v else TOP, typ)
+                        if v is None or tags is not v[0] or not v[1]:
+                            ov[a] = (tags, True, v[2] if v else None, v[3] if v else None)
+                if did is None:
+                    continue
                 tags, bound, rk, rc = extra
                 if rk == _R_FIXED:
                     value = (tags, bound, rc[0], rc[1])
