@@ -303,6 +303,7 @@ def native_digest(level):
             "backend/llvm_lower.py", "backend/jit_lower.py", "backend/jitcache.py",
             "native_runtime/resume.py", "backend/native.py", "native_runtime/nativert.py",
             "ir/ops.py", "interpreter/heap.py", "ir/tracelabels.py",
+            "analysis/typecheck.py", "analysis/blocks.py", "ir/values.py", "ir/support.py",
             "native_runtime/brilrt.c")]))
         h.update(_llvmlite_version().encode())
         h.update((c_compiler() or "").encode())
