@@ -526,8 +526,9 @@ def infer(func, blocks, assumed=None):
     .targets, .abort_succ: the guard's abort target or None, .falls_off: True if
     control can leave the function at the block's end).
 
-    `assumed`: {parameter: element kind} for pointer parameters assumed to point
-    into regions of that kind (the caller of the code must check it).
+    `assumed`: {parameter: tags} for parameters assumed to hold such values (a
+    pointer parameter {"ptr:K"}: it points into a region of K; an `any` parameter
+    a scalar kind the calls so far passed); the caller of the code must check it.
 
     A worklist fixpoint in reverse postorder with widening at loop heads, then a
     few narrowing passes (plain joins from the fixpoint) that give back bounds
@@ -618,10 +619,10 @@ class _Analysis:
         entry = {}
         for p in params:
             entry[ids[p["name"]]] = (intern(checked_tags(p.get("type"))), True, None, None)
-        for name, kind in (assumed or {}).items():
+        for name, tags in (assumed or {}).items():
             i = ids[name]
             old = entry.get(i)
-            entry[i] = (intern(frozenset({"ptr:" + kind})), bool(old and old[1]), None, None)
+            entry[i] = (intern(frozenset(tags)), bool(old and old[1]), None, None)
         live = self.live_in[0]
         entry = {i: v for i, v in entry.items() if live >> i & 1}
         self.entry = (self.put(self.empty, entry), self.empty)

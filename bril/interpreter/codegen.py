@@ -210,14 +210,22 @@ def _float_literal(x):
     return repr(x)
 
 
+# The Python type of a value of each scalar kind (`FunctionCode.assumes`).
+_PY_KIND = {"int": "int", "bool": "bool", "float": "float", "char": "str"}
+
+
 class FunctionCode:
     """A compiled Bril function: blocks, variables, types and the generated source.
 
     Two typings: `types` assumes every pointer parameter declared `ptr<K>` (K a
     primitive type) points into a region of K (the common case, which lets loads
-    through it skip run-time checks); `generic_types` assumes nothing.  The normal
-    function tests the assumption on entry and, if it fails, runs the generic
-    variant instead (compiled on first use).
+    through it skip run-time checks), and every `any` parameter holds the one kind
+    of value the calls the cold tier ran passed it (`assumed_kinds`: what a dynamic
+    language's function is called with); `generic_types` assumes nothing.  The
+    normal function tests the assumptions on entry and, if one fails, runs the
+    generic variant instead (compiled on first use); a function whose assumptions
+    keep failing is bound to its generic variant for the rest of the run
+    (`CompiledProgram.miss`).
     """
 
     def __init__(self, index, func, program):
@@ -230,8 +238,12 @@ class FunctionCode:
         self.params = [p.get("name") for p in (func.get("args") or [])]
         self.generic_types = tc.infer(func, self.blocks_by_index)
         self.assumed_regions = self._assumable_params()
-        if self.assumed_regions:
-            self.types = tc.infer(func, self.blocks_by_index, dict(self.assumed_regions))
+        self.assumed_kinds = self._observed_kinds()
+        if self.assumed_regions or self.assumed_kinds:
+            assumed = {p: frozenset({"ptr:" + k}) for p, k in self.assumed_regions}
+            assumed.update({p: frozenset({k}) for p, k in self.assumed_kinds})
+            # ("ptr:K": a pointer into a region of K, as `assumed_regions` says of typed ones)
+            self.types = tc.infer(func, self.blocks_by_index, assumed)
         else:
             self.types = self.generic_types
         self.blocks, self.root, self.loops = layout(self.blocks_by_index)
@@ -255,6 +267,36 @@ class FunctionCode:
             typ = p.get("type")
             if isinstance(typ, dict) and typ.get("ptr") in tc.PRIMS:
                 out.append((p["name"], typ["ptr"]))
+        return out
+
+    def _observed_kinds(self):
+        """[(param, kind)]: the `any` parameters the calls the cold tier ran all passed
+        one scalar kind (int, bool, float, char), if assuming it can spare a check:
+        the function uses the parameter as an operand of a typed op."""
+        seen = self.program.observed_kinds(self.index) if self.program is not None else {}
+        if not seen or len(set(self.params)) != len(self.params):
+            return []
+        used = set()
+        for b in self.blocks_by_index:
+            for instr in b.instrs:
+                info = OPS.get(instr["op"])
+                if info is not None and info.args is not None:
+                    used.update(instr.get("args") or ())
+        return [(p, seen[p]) for p in self.params if seen.get(p) and p in used]
+
+    @property
+    def assumes(self):
+        """[(param, test)]: the entry tests of what `types` assumes of parameters, as
+        Python expressions true when an assumption fails."""
+        out = [(p, heapmod.region_kind_mismatch(var_name(p), k)) for p, k in self.assumed_regions]
+        for p, k in self.assumed_kinds:
+            v = var_name(p)
+            if k.startswith("ptr:"):
+                bits = heapmod.kind_bits("any" if k == "ptr:any" else
+                                         {"ptr": "int"} if k == "ptr:ptr" else k[4:])
+                out.append((p, f"type({v}) is not tuple or {v}[2].accepts != {bits}"))
+            else:
+                out.append((p, f"type({v}) is not {_PY_KIND[k]}"))
         return out
 
     @property
@@ -365,9 +407,9 @@ class FunctionCode:
         """True if an osr variant may assume what `source()` assumes of pointer
         parameters: only when they are never reassigned, so that their values at
         the header are the ones the function was called with (tested on entry)."""
-        if not self.assumed_regions:
+        if not (self.assumed_regions or self.assumed_kinds):
             return False
-        names = {p for p, _ in self.assumed_regions}
+        names = {p for p, _ in self.assumed_regions + self.assumed_kinds}
         return not any(i.get("dest") in names for b in self.blocks_by_index for i in b.instrs)
 
     @property
@@ -1271,10 +1313,9 @@ class _NormalEmitter(_Emitter):
 
     def emit_head(self, params):
         fc = self.fc
-        if fc.assumed_regions:
-            test = " or ".join(heapmod.region_kind_mismatch(var_name(p), k)
-                               for p, k in fc.assumed_regions)
-            self.out.add(1, f"if {test}: return {self.links.variant(fc.index, 'generic')}"
+        if fc.assumes:
+            test = " or ".join(t for _, t in fc.assumes)
+            self.out.add(1, f"if {test}: return {self.links.variant(fc.index, 'miss')}"
                             f"({', '.join(params)})")
 
 
@@ -1321,12 +1362,10 @@ class _OsrEmitter(_Emitter):
     def emit_inputs(self):
         self.emit_vars()
         fc = self.fc
-        if self.types is fc.types and fc.assumed_regions:
-            # The assumption about pointer parameters, on the values they were called
-            # with (never reassigned); else the entry variant, which assumes nothing.
-            test = " or ".join(f"({p!r} in _vars and "
-                               f"{heapmod.region_kind_mismatch(var_name(p), k)})"
-                               for p, k in fc.assumed_regions)
+        if self.types is fc.types and fc.assumes:
+            # The assumptions about parameters, on the values they were called with
+            # (never reassigned); else the entry variant, which assumes nothing.
+            test = " or ".join(f"({p!r} in _vars and {t})" for p, t in fc.assumes)
             self.out.add(1, f"if {test}: return {self.links.variant(fc.index, 'entry')}"
                             f"({fc.blocks_by_index[self.osr].lid}, _vars)")
 

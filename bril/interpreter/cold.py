@@ -65,11 +65,29 @@ _RAN_ONCE = "ran once"  # a block's code before its closures are built (see _pre
 _SPEC_KEY = 1
 
 
+# The kinds of `any` values the generated code can assume of a parameter (a pointer:
+# "ptr:K", K its region's element kind, `_pointer_kind`).
+_KINDS = {int: "int", bool: "bool", float: "float", str: "char"}
+_ELEM_KINDS = ("int", "bool", "float", "char", "any")
+
+
+def _pointer_kind(v):
+    """"ptr:K" for a heap pointer (a tuple whose last item is its region), else None."""
+    if type(v) is tuple and len(v) == 3:
+        elem = getattr(v[2], "elem", None)
+        if isinstance(elem, dict) and "ptr" in elem:
+            return "ptr:ptr"
+        if elem in _ELEM_KINDS:
+            return "ptr:" + elem
+    return None
+
+
 class ColdFunction:
     """One function of the linked program, as the cold tier runs it."""
 
     __slots__ = ("index", "func", "name", "params", "blocks", "codes", "work", "budget",
-                 "cold_budget", "fast", "osr_headers", "has_phi", "size", "record_names")
+                 "cold_budget", "fast", "osr_headers", "has_phi", "size", "record_names",
+                 "any_params", "seen")
 
     def __init__(self, index, func):
         self.index = index
@@ -86,6 +104,12 @@ class ColdFunction:
         self.osr_headers = None     # block index -> on-stack-replacement entry
         self.has_phi = False
         self.record_names = None    # per block: its CFG name (or None), when recording
+        # `any` parameters: (position, name); what kind each held in the calls the cold
+        # tier ran (`seen`: name -> kind, or None once two kinds were seen), for the
+        # generated code to assume (`bril.interpreter.codegen.FunctionCode`)
+        self.any_params = [(i, p.get("name")) for i, p in enumerate(func.get("args") or [])
+                           if p.get("type") == "any"]
+        self.seen = {}
 
 
 class ColdEngine:
@@ -133,6 +157,13 @@ class ColdEngine:
         fast = cf.fast
         if fast is not None:
             return fast(*args)
+        if cf.any_params:
+            seen = cf.seen
+            for i, name in cf.any_params:
+                v = args[i] if i < len(args) else None
+                kind = _KINDS.get(type(v)) or _pointer_kind(v)
+                if seen.setdefault(name, kind) != kind:
+                    seen[name] = None
         if cf.work > cf.budget and self.promote_enabled and self._ready(cf):
             return self.program.promote(cf)(*args)
         return self.activate(cf, dict(zip(cf.params, args)))

@@ -114,6 +114,7 @@ class CompiledProgram:
         self.ns["_alloc"] = self.heap.alloc
         self.ns["_free"] = self.heap.free
         self.codes = {}             # global function index -> FunctionCode
+        self.despecialized = set()  # functions bound to their generic variants (`miss`)
         self.cache = None           # a bril.cache.codecache.CodeCache for generated code
         self._prefetched = {}       # cache key -> an entry read by `cached` for `load`
         self.jit_mode = False       # promote to the jit variant (brili --jit)
@@ -194,12 +195,51 @@ class CompiledProgram:
                 ns[name] = self.cold.stub(i)
         for name, i, variant in links.variants:
             if name not in ns:
-                ns[name] = self._lazy_variant(name, i, variant)
+                ns[name] = self.miss(i) if variant == "miss" else \
+                    self._lazy_variant(name, i, variant)
         for name, (i, header) in links.counters.items():
             if name not in ns:
                 ns[name] = self.jit_flag_start(i, header)
         if links.info.get("loops") and self.jit_mode:
             self.jit_code_loops[links.defname] = links.info["loops"]
+
+    def observed_kinds(self, index):
+        """{`any` parameter: the one kind the calls the cold tier ran passed it}, for
+        the generated code of function `index` to assume; nothing once the function
+        was bound to its generic variant (`miss`)."""
+        cold = self.__dict__.get("_cold")
+        cf = cold.functions.get(index) if cold is not None else None
+        if cf is None or not cf.seen or index in self.despecialized:
+            return {}
+        return {p: k for p, k in cf.seen.items() if k is not None}
+
+    def miss(self, index):
+        """Where a function whose entry assumptions failed goes (`F..__miss`): its
+        generic variant, the same call; after MISS_LIMIT misses in a run the function
+        is bound to its generic variant for good (one respecialization at most: no
+        loop of them)."""
+        count = [0]
+        generic = []
+
+        def missed(*args):
+            if not generic:
+                generic.append(self.load(index, "generic"))
+            count[0] += 1
+            if count[0] == MISS_LIMIT:
+                self._despecialize(index, generic[0])
+            return generic[0](*args)
+        return missed
+
+    def _despecialize(self, index, generic):
+        self.despecialized.add(index)
+        func = self.linked.functions[index]
+        name = function_name(index, func.get("name", ""))
+        fn = self.jit_wrap(index, generic) if self.jit_mode else generic
+        self.ns[name] = fn
+        cold = self.__dict__.get("_cold")
+        cf = cold.functions.get(index) if cold is not None else None
+        if cf is not None and cf.fast is not None:
+            cf.fast = fn
 
     def _lazy_variant(self, name, index, variant):
         """A stand-in that loads a variant on its first call (then binds it)."""
@@ -224,8 +264,11 @@ class CompiledProgram:
         if self.cache is None or variant not in _CACHED_VARIANTS or _dump_requested():
             return None
         from ..cache.codekeys import function_key
+        fc = self.codes.get(index)
+        kinds = tuple(fc.assumed_kinds) if fc is not None else \
+            tuple(sorted(self.observed_kinds(index).items()))
         return function_key(self.linked, index, variant, osr,
-                            (self.native_heap, self.check_facts))
+                            (self.native_heap, self.check_facts, kinds))
 
     def _from_cache(self, key):
         if key is None:
@@ -526,6 +569,9 @@ def _call_in_big_thread(fn, timeout=None):
 
 
 TIERS = ("auto", "cold", "fast")
+# Calls whose entry assumptions fail before a function is bound to its generic
+# variant for the rest of the run (`CompiledProgram.miss`).
+MISS_LIMIT = 64
 # Under the JIT: cold-tier instructions before promotion, per visit of `--hot N`.
 JIT_PROMOTE_PER_HOT = 4
 

@@ -137,4 +137,4 @@ class Links:
 
 
 # Global names of lazily compiled variants: `_G3` (generic variant of function 3).
-VARIANT_TAGS = {"generic": "G", "entry": "Y", "jitx": "X"}
+VARIANT_TAGS = {"generic": "G", "entry": "Y", "jitx": "X", "miss": "M"}
