@@ -401,6 +401,12 @@ class Jit:
     def finish(self):
         """After the run: the sampler stops, nothing is left in the runtime's
         buffers, what was learned goes into the profile."""
+        # (under the lock: a sampler asking for a unit right now has its server
+        # started before this, so the server is told the run is over -- else a
+        # BRIL_JIT_PRECOMPILE=wait run waited for a server nobody would finish)
+        if self.lock is not None:
+            with self.lock:
+                self.stopped = True
         self.stopped = True
         self._drain()
         self._store_profile()
@@ -559,6 +565,8 @@ class Jit:
     def _ask(self, what, candidates):
         """Ask the server for `what`'s unit (candidates: a region's, widest first);
         False if it cannot be asked."""
+        if self.stopped:
+            return False                # (the run is over: `_precompile` decides)
         server = self._server()
         rid = server.request(what, candidates) if server is not None else None
         if rid is None:

@@ -467,6 +467,26 @@ def servers_folder(cache):
     return os.path.join(cache.directory, "servers")
 
 
+class _address:
+    """`with _address(folder, name) as a:` a socket address for the file `name` in
+    `folder`: an AF_UNIX address holds at most 107 bytes, so a longer path (a cache
+    deep in a temporary folder) is reached through a descriptor of its folder."""
+
+    def __init__(self, folder, name):
+        self.folder, self.name, self.fd = folder, name, None
+
+    def __enter__(self):
+        path = os.path.join(self.folder, self.name)
+        if len(os.fsencode(path)) < 100:
+            return path
+        self.fd = os.open(self.folder, os.O_RDONLY | os.O_DIRECTORY)
+        return f"/proc/self/fd/{self.fd}/{self.name}"
+
+    def __exit__(self, *exc):
+        if self.fd is not None:
+            os.close(self.fd)
+
+
 def _idle(servers, cache, level):
     """Wait for runs to claim this server and serve each; return when none came for
     IDLE_SECONDS."""
@@ -476,11 +496,13 @@ def _idle(servers, cache, level):
     if wait <= 0:
         return
     folder = servers_folder(cache)
-    path = os.path.join(folder, f"{fingerprint(level)}-{os.getpid()}.sock")
+    name = f"{fingerprint(level)}-{os.getpid()}.sock"
+    path = os.path.join(folder, name)
     try:
         os.makedirs(folder, mode=0o700, exist_ok=True)
         listener = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
-        listener.bind(path)
+        with _address(folder, name) as address:
+            listener.bind(address)
         listener.listen(4)
     except OSError:
         return
@@ -545,7 +567,8 @@ def claim(cache, level):
         sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
         try:
             sock.settimeout(0.5)
-            sock.connect(path)
+            with _address(folder, name) as address:
+                sock.connect(address)
             sock.sendall(frame(("hello",)))
             if receive(sock, 0.5) == ("ready",):
                 sock.settimeout(None)
