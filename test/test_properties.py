@@ -222,9 +222,9 @@ def check_engine(engine, prog, argv, expected):
     pristine = copy.deepcopy(prog)
     got = ENGINES[engine](prog, argv)
     assert json_difference(prog, pristine) is None, f"{engine} modified its input program"
-    assert got.stdout == expected.stdout
-    assert got.error == expected.error
-    assert got.count == expected.count
+    assert got.stdout == expected.stdout, engine
+    assert got.error == expected.error, engine
+    assert got.count == expected.count, engine
 
 
 def inexact_literals(prog):
@@ -242,10 +242,12 @@ def check_portable(new, prog, what):
     assert not added, f"{what} wrote literals the reference tools misread: {sorted(added)}"
 
 
-def check_transformation(name, prog, argv, expected, transform=None):
+def check_transformation(name, prog, argv, expected, transform=None, checked=None):
     """The transformed program prints the same and fails the same way; and the
     engines agree with the simple interpreter on it too (pass output has shapes
-    generated programs lack: shadow variables, undef, threaded jumps)."""
+    generated programs lack: shadow variables, undef, threaded jumps).  `checked`:
+    the programs (JSON text) the engines already ran on these arguments -- many
+    passes give the same program -- updated."""
     pristine = copy.deepcopy(prog)
     new = (transform or TRANSFORMATIONS[name])(prog)
     assert json_difference(prog, pristine) is None, f"{name} modified its input program"
@@ -253,19 +255,21 @@ def check_transformation(name, prog, argv, expected, transform=None):
     check_portable(new, prog, name)
     note(f"after {name}:\n" + format_program(new))
     got = simple_interp.run(new, argv)
-    assert got.stdout == expected.stdout
-    assert got.error == expected.error
+    assert got.stdout == expected.stdout, name
+    assert got.error == expected.error, name
+    text = json.dumps(new, sort_keys=True)
+    if checked is not None and text in checked:
+        return new
     for engine in ENGINES:
         check_engine(engine, new, argv, got)
+    if checked is not None:
+        checked.add(text)
+    return new
 
 
 # --- 1. text round trip -------------------------------------------------------------
 
-@examples(200)
-@given(strategies.programs())
-def test_text_round_trip(prog):
-    check_round_trip(prog)
-
+# (parse(format(p)) == p is checked on every program the properties below draw.)
 
 def _tool(name, stdin, *args):
     """Run an installed command (from this Python's environment)."""
@@ -290,24 +294,39 @@ def test_text_commands_agree_with_api(prog):
 
 # --- 2. engines agree with the simple interpreter -----------------------------------
 
-@pytest.mark.parametrize("engine", sorted(ENGINES))
+# (Each property draws its programs once and checks every engine or pass on each:
+# drawing a program costs more than most runs of it.)
+
 @examples(150)
 @given(case=strategies.cases(strategies.ENGINE_TESTING))
-def test_engine_agrees_with_simple_interpreter(engine, case):
+def test_engines_agree_with_simple_interpreter(case):
+    """Every engine, and `brili`'s checking mode (5): the range facts the generated
+    code relies on hold -- sign tests, divisions of negative values, loops dividing
+    toward zero (see strategies.py)."""
     show(case.prog, case.argv)
+    check_round_trip(case.prog)
     expected = simple_interp.run(case.prog, case.argv)
     note(f"expected: {expected}")
-    check_engine(engine, case.prog, case.argv, expected)
+    for engine in ENGINES:
+        check_engine(engine, case.prog, case.argv, expected)
+    check_facts_hold(case.prog, case.argv, expected)
 
 
 # --- 3. passes preserve behaviour ---------------------------------------------------
 
-@pytest.mark.parametrize("name", sorted(TRANSFORMATIONS))
 @examples(60)
 @given(case=strategies.cases())
-def test_transformation_preserves_behaviour(name, case):
+def test_transformations_preserve_behaviour(case):
+    """Every pass alone and `-O`; and the range facts hold in `-O`'s output (SSA-like
+    shapes, copies, folded constants)."""
     show(case.prog, case.argv)
-    check_transformation(name, case.prog, case.argv, simple_interp.run(case.prog, case.argv))
+    check_round_trip(case.prog)
+    expected = simple_interp.run(case.prog, case.argv)
+    checked = set()
+    for name in TRANSFORMATIONS:
+        new = check_transformation(name, case.prog, case.argv, expected, checked=checked)
+        if name == "-O":
+            check_facts_hold(new, case.argv, simple_interp.run(new, case.argv))
 
 
 @examples(60)
@@ -317,6 +336,7 @@ def test_pass_pipelines_preserve_behaviour(case, data):
     names = data.draw(st.lists(st.sampled_from(sorted(_registry().PASSES)),
                                min_size=2, max_size=5), label="pipeline")
     show(case.prog, case.argv)
+    check_round_trip(case.prog)
     check_transformation(" ".join(names), case.prog, case.argv,
                          simple_interp.run(case.prog, case.argv),
                          transform=lambda p: _registry().run_pipeline(p, names))
@@ -324,13 +344,19 @@ def test_pass_pipelines_preserve_behaviour(case, data):
 
 # --- 4. traces recorded on one input, run on another -------------------------------
 
-@pytest.mark.parametrize("tracer", sorted(TRACE_ENGINES))
 @examples(100)
 @given(case=strategies.cases(strategies.TRACE_TESTING))
-def test_trace_on_one_input_runs_on_another(tracer, case):
+def test_traces_on_one_input_run_on_another(case):
+    """Every tracer; and the range facts hold in the traced programs (guards,
+    speculation and its abort edges, merged loop tests) on both inputs."""
     show(case.prog, case.argv)
+    check_round_trip(case.prog)
     note(f"other argv: {case.alt_argv!r}")
-    check_trace(tracer, case.prog, case.argv, case.alt_argv)
+    for tracer in TRACE_ENGINES:
+        traced = check_trace(tracer, case.prog, case.argv, case.alt_argv)
+        if traced is not None:
+            for argv in (case.argv, case.alt_argv):
+                check_facts_hold(traced, argv, simple_interp.run(traced, argv))
 
 
 def check_trace(tracer, prog, argv, other_argv):
@@ -340,7 +366,7 @@ def check_trace(tracer, prog, argv, other_argv):
     assert json_difference(prog, pristine) is None, f"{tracer} modified its input program"
     assert training == expected, "the training run differs from a plain run"
     if traced is None:
-        return
+        return None
     check_program(traced)
     check_portable(traced, prog, tracer)
     note("traced:\n" + format_program(traced))
@@ -354,6 +380,7 @@ def check_trace(tracer, prog, argv, other_argv):
     again = simple_interp.run(traced, argv)
     assert again.count is None or again.count <= expected.count, \
         "the traced program runs more instructions on its training input"
+    return traced
 
 
 # --- 5. range facts hold (brili's checking mode) ----------------------------------
@@ -370,43 +397,6 @@ def check_facts_hold(prog, argv, expected):
     assert got.stdout == expected.stdout
     assert got.error == expected.error
     assert got.count == expected.count
-
-
-@examples(100)
-@given(case=strategies.cases(strategies.ENGINE_TESTING))
-def test_range_facts_hold(case):
-    """Sign tests, divisions of negative values, loops dividing toward zero (see
-    strategies.py): the facts the generated code relies on hold, and it runs
-    like the simple interpreter."""
-    show(case.prog, case.argv)
-    expected = simple_interp.run(case.prog, case.argv)
-    note(f"expected: {expected}")
-    check_facts_hold(case.prog, case.argv, expected)
-
-
-@examples(30)
-@given(case=strategies.cases())
-def test_range_facts_hold_after_optimization(case):
-    """The same on the `-O` pipeline's output (SSA-like shapes, copies, folded
-    constants)."""
-    show(case.prog, case.argv)
-    new = TRANSFORMATIONS["-O"](copy.deepcopy(case.prog))
-    note("after -O:\n" + format_program(new))
-    check_facts_hold(new, case.argv, simple_interp.run(new, case.argv))
-
-
-@examples(30)
-@given(case=strategies.cases(strategies.TRACE_TESTING))
-def test_range_facts_hold_in_traced_programs(case):
-    """The same on traced programs (guards, speculation and its abort edges,
-    merged loop tests), on the training input and on another one."""
-    show(case.prog, case.argv)
-    _, traced = TRACE_ENGINES["brili --trace"](case.prog, case.argv)
-    if traced is None:
-        return
-    note("traced:\n" + format_program(traced))
-    for argv in (case.argv, case.alt_argv):
-        check_facts_hold(traced, argv, simple_interp.run(traced, argv))
 
 
 # --- kept failing examples ----------------------------------------------------------
@@ -434,8 +424,9 @@ def test_regression(path):
     expected = simple_interp.run(prog, argv)
     for engine in ENGINES:
         check_engine(engine, prog, argv, expected)
+    checked = set()
     for name in TRANSFORMATIONS:
-        check_transformation(name, prog, argv, expected)
+        check_transformation(name, prog, argv, expected, checked=checked)
     for tracer in TRACE_ENGINES:
         check_trace(tracer, prog, argv, argv)
     check_facts_hold(prog, argv, expected)

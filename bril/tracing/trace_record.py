@@ -152,14 +152,13 @@ class LoopStats:
 
 
 class _Recording:
-    __slots__ = ("stats", "body", "events", "long", "since")
+    __slots__ = ("stats", "body", "start", "since")
 
-    def __init__(self, stats, first, left):
+    def __init__(self, stats, start, left):
         self.stats = stats
         self.body = stats.members()
+        self.start = start              # the recorder's log position of this iteration's first event
         self.since = left               # the recorder's `left` when this iteration began
-        self.events = [first]
-        self.long = False
 
 
 class Recorder:
@@ -193,6 +192,12 @@ class Recorder:
         self.stopped = False
         self.on_stop = []
         self.active = []                # all active recordings, every frame
+        # The events since the oldest iteration being recorded began: every
+        # recording, in every frame, sees every event (callee blocks included), so
+        # an iteration's events are the log from its first event on.  One log, not
+        # a list per recording: in deep recursion hundreds of recordings are open.
+        self.log = []
+        self.base = 0                   # the log position of log[0]
 
     @property
     def loops(self):
@@ -286,6 +291,7 @@ class Recorder:
         self.left = -1
         self.frames = []
         self.active = []
+        self.log = []
         for fn in self.on_stop:
             fn()
 
@@ -299,28 +305,48 @@ class Recorder:
         recs = self.frames.pop()
         for r in recs:                  # an iteration cut short by a return: drop it
             self.active.remove(r)
+        if not self.active:
+            self._drop_log()
+
+    def _events(self, r):
+        """The events of r's iteration, up to the latest (inclusive); None if it is
+        an over-long one (more than `max_events` before the latest)."""
+        log = self.log
+        first = r.start - self.base
+        if len(log) - 1 - first > self.max_events:
+            return None
+        return tuple(log[first:])
 
     def _iterated(self, r, ev):
-        """Recording r is back at its header (event ev): one iteration done."""
+        """Recording r is back at its header (event ev, the latest): one iteration
+        done."""
         st = r.stats
-        if r.long:
-            st.outcome(LONG, self.max_seq)
-        else:
-            r.events.append(ev)
-            st.outcome(st.path_id(tuple(r.events)), self.max_seq)
-        r.events = [ev]
-        r.long = False
+        events = self._events(r)
+        st.outcome(LONG if events is None else st.path_id(events), self.max_seq)
+        r.start = self.base + len(self.log) - 1
         r.since = st.last = self.left
 
     def _left(self, r, ev):
-        """Recording r's loop was left (event ev: a block outside it)."""
+        """Recording r's loop was left (event ev, the latest: a block outside it)."""
         st = r.stats
-        st.outcome(EXIT if r.long else st.exit_id(tuple(r.events) + (ev,)), self.max_seq)
+        events = self._events(r)
+        st.outcome(EXIT if events is None else st.exit_id(events), self.max_seq)
         st.last = self.left
 
+    def _drop_log(self):
+        self.base += len(self.log)
+        self.log = []
+
+    def _trim_log(self):
+        """Forget events no recording can use: an iteration that began before the
+        latest `max_events` + 1 is over-long whatever comes."""
+        drop = len(self.log) - self.max_events - 1
+        del self.log[:drop]
+        self.base += drop
+
     def _step(self, ev, bname, recs, active):
-        """A block event seen by the active recordings."""
-        # Close or continue this frame's recordings (outermost first).
+        """This frame's recordings at a block event (the others need nothing: the
+        event is in the log)."""
         for r in list(recs):
             st = r.stats
             if bname == st.header:
@@ -329,14 +355,6 @@ class Recorder:
                 self._left(r, ev)
                 recs.remove(r)
                 active.remove(r)
-        # Every recording in every frame sees the event (callee blocks included).
-        for r in active:
-            if r.events and r.events[-1] is not ev and not r.long:
-                if len(r.events) >= self.max_events:
-                    r.long = True
-                    r.events = []
-                else:
-                    r.events.append(ev)
 
     def block(self, fname, bname):
         active = self.active
@@ -349,9 +367,10 @@ class Recorder:
         ev = (fname, bname)
         recs = self.frames[-1]
         if active:
+            log = self.log
+            log.append(ev)
             if len(active) == 1 and recs:
-                # The common case, one recording and in this frame (`_step`, its
-                # per-event part inlined).
+                # The common case, one recording and in this frame (`_step` inlined).
                 r = recs[0]
                 st = r.stats
                 if bname == st.header:
@@ -360,15 +379,12 @@ class Recorder:
                     self._left(r, ev)
                     recs.clear()
                     active.clear()
-                elif not r.long:
-                    events = r.events
-                    if len(events) >= self.max_events:
-                        r.long = True
-                        r.events = []
-                    else:
-                        events.append(ev)
             else:
                 self._step(ev, bname, recs, active)
+            if not active:
+                self._drop_log()
+            elif len(log) > 2 * self.max_events + 2:
+                self._trim_log()
         blocks = self._blocks.get(fname)
         if blocks is None:
             # A function's loops are looked for only once one of its blocks has run
@@ -394,7 +410,10 @@ class Recorder:
                         return
                 if st.start is None:
                     st.start = self.heard() - size
-                r = _Recording(st, ev, self.left)
+                log = self.log
+                if not log or log[-1] is not ev:
+                    log.append(ev)
+                r = _Recording(st, self.base + len(log) - 1, self.left)
                 recs.append(r)
                 active.append(r)
                 st.entries += 1
