@@ -11,6 +11,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 CONFORMANCE = Path(os.environ.get("BRIL_CONFORMANCE", ROOT.parent / "shared" / "conformance"))
 BENCHMARKS = ROOT / "benchmarks"
+# Bril programs of the unit tests, kept out of their code (programs/README.md).
+TEST_PROGRAMS = Path(__file__).resolve().parent / "programs"
 
 _ARGS_RE = re.compile(r"^\s*#\s*ARGS:(.*)$", re.M)
 
@@ -29,6 +31,11 @@ def alt_args_of(path):
     judge traces on), or None."""
     m = _ALT_RE.search(Path(path).read_text())
     return m.group(1).split() if m else None
+
+
+def program_text(name):
+    """The text of test/programs/NAME.bril (NAME may name a folder: "jit/nest")."""
+    return (TEST_PROGRAMS / f"{name}.bril").read_text(encoding="utf-8")
 
 
 def bril_files(*parts, root=CONFORMANCE):

@@ -21,7 +21,6 @@ threads (LLVM and the linker release the GIL).
 
 import concurrent.futures
 import ctypes
-import io
 import json
 import os
 import subprocess
@@ -31,13 +30,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 import strategies
-from corpus import BENCHMARKS, args_of, bril_files, case_id
-from test_speculation import EXPECTED as RESTORES_EXPECTED, RESTORES
+from corpus import BENCHMARKS, args_of, bril_files, case_id, program_text
+from test_speculation import EXPECTED as RESTORES_EXPECTED
 from dynamic_programs import DYNAMIC_LOOP, DYNAMIC_LOOP_ERRORS, DYNAMIC_MODES, DYNAMIC_UNITS
+from helpers import Built, build, run_native, run_outcome
 from bril.backend import native
 from bril.native_runtime import nativert
 from bril.ir.errors import BrilError
-from bril.interpreter.interp import run
 from bril.ir.ops import OPS
 from bril.ir.text import parse_program
 
@@ -50,50 +49,8 @@ INT_MIN = -(1 << 63)
 
 # --- building and running -----------------------------------------------------------------
 
-class Built:
-    def __init__(self, exe=None, error=None):
-        self.exe = exe          # path of the executable, or None
-        self.error = error      # the BrilError brilc raised, or None
-
-
-def build(prog, exe, base_dir=None, lib_dirs=(), filename=None):
-    from bril.backend import llvm_lower
-    try:
-        module = llvm_lower.lower_program(prog, base_dir=base_dir, lib_dirs=lib_dirs,
-                                          filename=filename)
-        native.build_executable(module, exe)
-    except BrilError as e:
-        return Built(error=e)
-    except Exception as e:      # a bug: fail the one test that needs this program
-        return Built(error=BrilError(f"crashed: {type(e).__name__}: {e}"))
-    return Built(exe=exe)
-
-
-class Run:
-    def __init__(self, done):
-        self.returncode = done.returncode
-        self.stdout = done.stdout.decode("utf-8")
-        self.stderr = done.stderr.decode("utf-8")
-
-
-def run_native(built, args=(), profile=True):
-    assert built.error is None, f"brilc failed: {built.error}"
-    argv = [str(built.exe)] + (["-p"] if profile else []) + ["--"] + [str(a) for a in args]
-    return Run(subprocess.run(argv, capture_output=True, timeout=120))
-
-
-def interp_result(prog, args=()):
-    """(stdout, count or None, error message or None) of the interpreter."""
-    out = io.StringIO()
-    try:
-        count = run(prog, [str(a) for a in args], out=out)
-        return out.getvalue(), count, None
-    except BrilError as e:
-        return out.getvalue(), None, e.message
-
-
 def assert_same_as_interpreter(prog, built, args=()):
-    want_out, want_count, want_error = interp_result(prog, args)
+    want_out, want_count, want_error = run_outcome(prog, args)
     got = run_native(built, args)
     assert got.stdout == want_out
     if want_error is None:
@@ -123,582 +80,24 @@ CORPUS = _corpus_cases()
 # Corpus programs brilc rejects, with (a part of) the one-line reason it must give.
 UNSUPPORTED = {}
 
-# Small programs for section 2 (Bril text), built alongside the corpus.
-UNIT = {}
-
-UNIT["ssa2"] = """
-@f(a: int): int {
-  set r a;
-  r: int = get;
-  ret r;
-}
-@main(mode: int) {
-  zero: int = const 0; one: int = const 1; two: int = const 2; three: int = const 3;
-  four: int = const 4; five: int = const 5; six: int = const 6;
-  u: int = undef;
-  v: int = id u;
-  set s v;
-  b: bool = undef;
-  set bs b;
-  set k one;
-  speculate;
-  set k two;
-  set s one;
-  no: bool = const false;
-  guard no .aborted;
-  commit;
-.aborted:
-  k: int = get;
-  print k;
-  s: int = get;
-  m0: bool = eq mode zero;
-  br m0 .add .n1;
-.add:
-  x: int = add s one;
-  ret;
-.n1:
-  m1: bool = eq mode one;
-  br m1 .print .n2;
-.print:
-  print k s;
-  ret;
-.n2:
-  m2: bool = eq mode two;
-  br m2 .call .n3;
-.call:
-  y: int = call @f s;
-  ret;
-.n3:
-  m3: bool = eq mode three;
-  br m3 .store .n4;
-.store:
-  p: ptr<int> = alloc one;
-  store p s;
-  free p;
-  ret;
-.n4:
-  bs: bool = get;
-  m4: bool = eq mode four;
-  br m4 .and .n5;
-.and:
-  c: bool = and bs bs;
-  ret;
-.n5:
-  m5: bool = eq mode five;
-  br m5 .br .n6;
-.br:
-  br bs .n6 .n6;
-.n6:
-  m6: bool = eq mode six;
-  br m6 .noset .fine;
-.noset:
-  nothere: int = get;
-  ret;
-.fine:
-  w: int = id s;
-  z: int = call @f k;
-  print z;
-}
-"""
-
-UNIT["arith"] = """
-@main(a: int, b: int) {
-  s: int = add a b;
-  d: int = sub a b;
-  m: int = mul a b;
-  print s d m;
-  q: int = div a b;
-  print q;
-}"""
-
-UNIT["int_min_runtime"] = """
-@main {
-  one: int = const 1;
-  two: int = const 2;
-  x: int = const 4611686018427387904;
-  min: int = mul x two;
-  m1: int = sub one two;
-  q: int = div min m1;
-  n: int = mul min m1;
-  max: int = sub min one;
-  print min q n max;
-}"""
-
-UNIT["float_ops"] = """
-@main(x: float, y: float) {
-  a: float = fadd x y;
-  s: float = fsub x y;
-  m: float = fmul x y;
-  d: float = fdiv x y;
-  print a s m d;
-  e: bool = feq x y;
-  l: bool = flt x y;
-  le: bool = fle x y;
-  g: bool = fgt x y;
-  ge: bool = fge x y;
-  print e l le g ge;
-}"""
-
-UNIT["float_bits"] = """
-@main(bits: int) {
-  f: float = bits2float bits;
-  back: int = float2bits f;
-  print f back;
-}"""
-
-# Thousands of floats: random bit patterns, values in the fixed-point range
-# [1e-10, 1e10) with random mantissas, exact ties at the 17th decimal (odd
-# multiples of 2**-18) and at the 18th significant digit (1e10 + odd/256).
-UNIT["float_print_many"] = """
-@main(n: int, seed: int) {
-  x: int = id seed;
-  a: int = const 6364136223846793005;
-  c: int = const 1442695040888963407;
-  zero: int = const 0;
-  one: int = const 1;
-  p52: int = const 4503599627370496;
-  d4096: int = const 4096;
-  d67: int = const 67;
-  e0: int = const 990;
-  min: int = const -9223372036854775807;
-  min: int = sub min one;
-  k: float = const 1;
-  two: float = const 2;
-  tick: float = const 0.000003814697265625;
-  big: float = const 10000000000;
-  frac: float = const 0.00390625;
-  i: int = const 0;
-.loop:
-  more: bool = lt i n;
-  br more .body .done;
-.body:
-  x: int = mul x a;
-  x: int = add x c;
-  f: float = bits2float x;
-  m: int = div x d4096;
-  neg: bool = lt m zero;
-  br neg .flip .mant;
-.flip:
-  m: int = sub zero m;
-.mant:
-  q: int = div i d67;
-  q: int = mul q d67;
-  e: int = sub i q;
-  e: int = add e e0;
-  bits: int = mul e p52;
-  bits: int = add bits m;
-  g: float = bits2float bits;
-  gn: int = add bits min;
-  h: float = bits2float gn;
-  t: float = fmul k tick;
-  u: float = fmul k frac;
-  u: float = fadd big u;
-  print f g h t u;
-  k: float = fadd k two;
-  i: int = add i one;
-  jmp .loop;
-.done:
-}"""
-
-UNIT["chars"] = """
-@main(c: char, n: int) {
-  i: int = char2int c;
-  print c i;
-  d: char = int2char n;
-  lt: bool = clt c d;
-  le: bool = cle c d;
-  eq: bool = ceq c d;
-  ge: bool = cge c d;
-  gt: bool = cgt c d;
-  print d lt le eq ge gt;
-}"""
-
-UNIT["print_kinds"] = """
-@main {
-  i: int = const -3;
-  b: bool = const true;
-  f: float = const 2.5;
-  c: char = const 'x';
-  one: int = const 1;
-  p: ptr<int> = alloc one;
-  print i b f c p;
-  print;
-  free p;
-}"""
-
-# Heap errors, one scenario per value of `mode`.
-UNIT["heap"] = """
-@main(mode: int) {
-  two: int = const 2;
-  one: int = const 1;
-  p: ptr<int> = alloc two;
-  store p two;
-  v: int = load p;
-  print v;
-  m: int = const 0;
-  is: bool = eq mode m;
-  br is .oob .n1;
-.oob:
-  q: ptr<int> = ptradd p two;
-  w: int = load q;
-.n1:
-  m: int = add m one;
-  is: bool = eq mode m;
-  br is .negative .n2;
-.negative:
-  m1: int = sub m two;
-  q: ptr<int> = ptradd p m1;
-  store q two;
-.n2:
-  m: int = add m one;
-  is: bool = eq mode m;
-  br is .uninit .n3;
-.uninit:
-  q: ptr<int> = ptradd p one;
-  w: int = load q;
-.n3:
-  m: int = add m one;
-  is: bool = eq mode m;
-  br is .after_free .n4;
-.after_free:
-  free p;
-  w: int = load p;
-.n4:
-  m: int = add m one;
-  is: bool = eq mode m;
-  br is .double_free .n5;
-.double_free:
-  free p;
-  free p;
-.n5:
-  m: int = add m one;
-  is: bool = eq mode m;
-  br is .free_offset .n6;
-.free_offset:
-  q: ptr<int> = ptradd p one;
-  free q;
-.n6:
-  m: int = add m one;
-  is: bool = eq mode m;
-  br is .leak .n7;
-.leak:
-  print mode;
-  ret;
-.n7:
-  m: int = add m one;
-  is: bool = eq mode m;
-  br is .zero .n8;
-.zero:
-  z: int = const 0;
-  r: ptr<int> = alloc z;
-.n8:
-  m: int = add m one;
-  is: bool = eq mode m;
-  br is .huge .n9;
-.huge:
-  h: int = const 5000000000;
-  r: ptr<int> = alloc h;
-.n9:
-  m: int = add m one;
-  is: bool = eq mode m;
-  br is .lazy .n10;
-.lazy:
-  h: int = const 1000000000;
-  r: ptr<int> = alloc h;
-  k: int = const 1000;
-  e: ptr<int> = ptradd r k;
-  store e h;
-  w: int = load e;
-  print w;
-  free r;
-.n10:
-  free p;
-}"""
-
-# Nested regions, pointers to pointers, every element type.
-UNIT["heap_kinds"] = """
-@main(n: int) {
-  ps: ptr<ptr<float>> = alloc n;
-  bs: ptr<bool> = alloc n;
-  cs: ptr<char> = alloc n;
-  i: int = const 0;
-  one: int = const 1;
-  half: float = const 0.5;
-  onef: float = const 1;
-  acc: float = const 0;
-  c: char = const 'λ';
-.fill:
-  more: bool = lt i n;
-  br more .body .use;
-.body:
-  row: ptr<float> = alloc n;
-  slot: ptr<ptr<float>> = ptradd ps i;
-  store slot row;
-  acc: float = fadd acc half;
-  store row acc;
-  odd: bool = flt acc onef;
-  b: ptr<bool> = ptradd bs i;
-  store b odd;
-  cp: ptr<char> = ptradd cs i;
-  store cp c;
-  i: int = add i one;
-  jmp .fill;
-.use:
-  i: int = const 0;
-.read:
-  more: bool = lt i n;
-  br more .rbody .end;
-.rbody:
-  slot: ptr<ptr<float>> = ptradd ps i;
-  row: ptr<float> = load slot;
-  v: float = load row;
-  b: ptr<bool> = ptradd bs i;
-  bv: bool = load b;
-  cp: ptr<char> = ptradd cs i;
-  cv: char = load cp;
-  print v bv cv row;
-  free row;
-  i: int = add i one;
-  jmp .read;
-.end:
-  free ps;
-  free bs;
-  free cs;
-}"""
-
-UNIT["speculation"] = """
-@main(mode: int) {
-  f: bool = const false;
-  t: bool = const true;
-  v: int = const 1;
-  zero: int = const 0;
-  one: int = const 1;
-  two: int = const 2;
-  is: bool = eq mode zero;
-  br is .nested .m1;
-.nested:
-  speculate;
-  v: int = const 2;
-  speculate;
-  v: int = const 3;
-  commit;
-  guard f .out;
-  commit;
-.out:
-  print v;
-  ret;
-.m1:
-  is: bool = eq mode one;
-  br is .inner .m2;
-.inner:
-  speculate;
-  v: int = const 2;
-  speculate;
-  v: int = const 3;
-  guard f .in_abort;
-.in_abort:
-  print v;
-  guard t .still;
-.still:
-  guard f .outer;
-.outer:
-  print v;
-  ret;
-.m2:
-  is: bool = eq mode two;
-  br is .unset .m3;
-.unset:
-  speculate;
-  y: int = const 5;
-  guard f .after;
-.after:
-  print y;
-  ret;
-.m3:
-  speculate;
-  speculate;
-  commit;
-  commit;
-  commit;
-}"""
-
-UNIT["spec_loop"] = """
-@main(n: int) {
-  i: int = const 0;
-  s: int = const 0;
-  one: int = const 1;
-  three: int = const 3;
-.loop:
-  more: bool = lt i n;
-  br more .body .done;
-.body:
-  speculate;
-  s: int = add s i;
-  q: int = div i three;
-  q: int = mul q three;
-  r: bool = eq q i;
-  notr: bool = not r;
-  guard notr .undo;
-  commit;
-.undo:
-  i: int = add i one;
-  jmp .loop;
-.done:
-  print s;
-}"""
-
-UNIT["spec_restores"] = RESTORES     # (test_speculation.py)
+# Small programs for section 2, built alongside the corpus: test/programs/aot/NAME.bril
+# (each says what it is for where the tests do not).
+UNIT = {name: program_text(f"aot/{name}") for name in [
+    "ssa2", "arith", "int_min_runtime", "float_ops", "float_bits", "float_print_many", "chars",
+    "print_kinds", "heap", "heap_kinds", "speculation", "spec_loop", "abort_outside",
+    "undefined_var", "ill_typed_when_run", "static_errors_when_run", "main_args", "recursion",
+    "nonvoid_returns_nothing", "typed_call_without_dest", "void_call_with_dest",
+    "void_returns_a_value", "any_pointer_of_another_type"]}
+UNIT["spec_restores"] = program_text("speculation_restores")     # (test_speculation.py's)
 UNIT["spec_call"] = "@f { } @main { speculate; call @f; }"
 UNIT["spec_ret"] = "@main { speculate; ret; }"
 UNIT["spec_implicit_ret"] = "@main { speculate; }"
-UNIT["abort_outside"] = """
-@main { t: bool = const true; guard t .x; print t; f: bool = const false; guard f .x; .x: nop; }"""
-
-UNIT["undefined_var"] = """
-@main(b: bool) {
-  br b .def .skip;
-.def:
-  x: int = const 1;
-.skip:
-  print b;
-  print x;
-}"""
-
-UNIT["ill_typed_when_run"] = """
-@main(b: bool) {
-  x: int = const 1;
-  br b .bad .ok;
-.bad:
-  y: bool = not x;
-.ok:
-  print b;
-}"""
-
-UNIT["static_errors_when_run"] = """
-@f(a: int): int { ret a; }
-@main(mode: int) {
-  x: int = const 1;
-  zero: int = const 0;
-  is: bool = eq mode zero;
-  br is .arity .m1;
-.arity:
-  y: int = call @f x x;
-.m1:
-  one: int = const 1;
-  is: bool = eq mode one;
-  br is .nofun .m2;
-.nofun:
-  call @nowhere;
-.m2:
-  two: int = const 2;
-  is: bool = eq mode two;
-  br is .label .m3;
-.label:
-  jmp .nowhere;
-.m3:
-  three: int = const 3;
-  is: bool = eq mode three;
-  br is .argtype .m4;
-.argtype:
-  b: bool = const true;
-  y: int = call @f b;
-.m4:
-  print x;
-}"""
-
-UNIT["main_args"] = """
-@main(i: int, f: float, b: bool, c: char) {
-  print i f b c;
-}"""
-
-UNIT["recursion"] = """
-@down(n: int): int {
-  zero: int = const 0;
-  done: bool = le n zero;
-  br done .base .rec;
-.base:
-  ret zero;
-.rec:
-  one: int = const 1;
-  m: int = sub n one;
-  r: int = call @down m;
-  r: int = add r one;
-  ret r;
-}
-@main(n: int) {
-  d: int = call @down n;
-  print d;
-}"""
-
-UNIT["nonvoid_returns_nothing"] = """
-@f(a: int): int { print a; }
-@main { x: int = const 7; y: int = call @f x; print y; }"""
-
-UNIT["typed_call_without_dest"] = """
-@f(a: int): int { ret a; }
-@main { x: int = const 7; call @f x; }"""
-
-UNIT["void_call_with_dest"] = """
-@f(a: int) { print a; }
-@main { x: int = const 7; y: int = call @f x; }"""
-
-
-# --- the fixture ------------------------------------------------------------------------------
-
 UNIT["dynamic_loop"] = DYNAMIC_LOOP
 UNIT.update({name: src for name, (src, _) in DYNAMIC_MODES.items()})
 UNIT.update(DYNAMIC_UNITS)
-# A ptr<float> stored in a ptr<any> cell and loaded as a ptr<int>: the interpreter goes
-# on (reading the float region), native code lays cells out by the pointer's type and
-# stops (bril.ir.messages.ANY_POINTER).
-# A function without a return type that returns a value on one path: what the
-# caller does with the result decides the error (it is returned as an `any` value).
-UNIT["void_returns_a_value"] = """
-@v(b: bool) {
-  br b .r .n;
-.r:
-  x: int = const 3;
-  ret x;
-.n:
-}
-@main(m: int) {
-  t: bool = const true;
-  f: bool = const false;
-  zero: int = const 0;
-  one: int = const 1;
-  two: int = const 2;
-  m0: bool = eq m zero;
-  br m0 .a .b;
-.a:
-  call @v f;
-  print zero;
-  call @v t;
-.b:
-  m1: bool = eq m one;
-  br m1 .c .d;
-.c:
-  x: int = call @v t;
-.d:
-  m2: bool = eq m two;
-  br m2 .e .g;
-.e:
-  y: bool = call @v t;
-.g:
-  z: int = call @v f;
-}
-"""
-UNIT["any_pointer_of_another_type"] = """
-@main {
-  one: int = const 1;
-  outer: ptr<any> = alloc one;
-  fs: ptr<float> = alloc one;
-  store outer fs;
-  q: ptr<int> = load outer;
-  print one;
-  x: int = load q;
-}
-"""
 
+
+# --- the fixture ------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
@@ -982,7 +381,7 @@ def test_call_result_errors(built, name):
 ])
 def test_main_arguments(built, args):
     prog = unit("main_args")
-    want_out, _, want_error = interp_result(prog, args)
+    want_out, _, want_error = run_outcome(prog, args)
     got = run_native(built["main_args"], args, profile=False)
     assert got.stdout == want_out
     if want_error is None:
@@ -1037,22 +436,7 @@ def brilc(args, input=None, cwd=None):
                           capture_output=True, cwd=cwd, timeout=120)
 
 
-SUM = """
-@main(n: int) {
-  i: int = const 0;
-  s: int = const 0;
-  one: int = const 1;
-.loop:
-  c: bool = lt i n;
-  br c .body .done;
-.body:
-  s: int = add s i;
-  i: int = add i one;
-  jmp .loop;
-.done:
-  print s;
-}
-"""
+SUM = program_text("sum_below_n")
 
 
 def test_brilc_builds_an_executable_from_json(tmp_path):
@@ -1061,7 +445,7 @@ def test_brilc_builds_an_executable_from_json(tmp_path):
     done = brilc(["-o", str(exe)], input=json.dumps(prog).encode())
     assert done.returncode == 0 and done.stderr == b""
     run_done = subprocess.run([str(exe), "-p", "10"], capture_output=True, text=True)
-    want_out, want_count, _ = interp_result(prog, [10])
+    want_out, want_count, _ = run_outcome(prog, [10])
     assert (run_done.stdout, run_done.stderr) == (want_out, f"total_dyn_inst: {want_count}\n")
 
 

@@ -23,6 +23,8 @@ from bril.ir.errors import BrilError
 from bril.interpreter.interp import run_capture
 from bril.ir.text import parse_program
 
+from corpus import program_text
+
 BIN = str(Path(sys.executable).parent)
 # Pipelines call our console scripts: find the ones installed next to this Python.
 ENV = {**os.environ, "PATH": BIN + os.pathsep + os.environ.get("PATH", "")}
@@ -153,6 +155,16 @@ def test_benchmark_args_as_brench_reads_them(text, args):
     assert bench.benchmark_args(text) == args
 
 
+def _one_pipeline(tmp_path, name, extract, pipeline, jobs):
+    """bril-bench -j JOBS on NAME.toml, written with one run `r` of the one shell
+    command `pipeline` on every *.txt: (its result rows, stderr)."""
+    write(tmp_path / f"{name}.toml",
+          f"extract = '{extract}'\nbenchmarks = '*.txt'\ntimeout = 20\n"
+          f"[runs.r]\npipeline = [\"{pipeline}\"]\n")
+    done = bril_bench(f"{name}.toml", "-j", str(jobs), cwd=tmp_path)
+    return done.stdout.splitlines()[1:], done.stderr
+
+
 def test_jobs_run_pipelines_concurrently(tmp_path):
     """Three pipelines that each wait until all three have started: with -j 3
     all pass; with -j 1 every pipeline sees itself alone."""
@@ -162,44 +174,18 @@ def test_jobs_run_pipelines_concurrently(tmp_path):
         write(tmp_path / f"{name}.txt", "# ARGS: 1\n")
     barrier = (f"touch {running}/$$; "
                f"while [ $(ls {running} | wc -l) -lt 3 ]; do sleep 0.02; done; echo 'n: 3'")
-    write(tmp_path / "barrier.toml",
-          f"extract = 'n: (\\d+)'\nbenchmarks = '*.txt'\ntimeout = 20\n"
-          f"[runs.r]\npipeline = [\"{barrier}\"]\n")
-    done = bril_bench("barrier.toml", "-j", "3", cwd=tmp_path)
-    assert done.stdout.splitlines()[1:] == ["a,r,3", "b,r,3", "c,r,3"], done.stderr
+    rows, stderr = _one_pipeline(tmp_path, "barrier", "n: (\\d+)", barrier, 3)
+    assert rows == ["a,r,3", "b,r,3", "c,r,3"], stderr
 
     for f in running.iterdir():
         f.unlink()
     alone = (f"touch {running}/$$; sleep 0.1; echo \\\"n: $(ls {running} | wc -l)\\\"; "
              f"rm {running}/$$")
-    write(tmp_path / "alone.toml",
-          f"extract = 'n: *(\\d+)'\nbenchmarks = '*.txt'\ntimeout = 20\n"
-          f"[runs.r]\npipeline = [\"{alone}\"]\n")
-    done = bril_bench("alone.toml", "-j", "1", cwd=tmp_path)
-    assert done.stdout.splitlines()[1:] == ["a,r,1", "b,r,1", "c,r,1"], done.stderr
+    rows, stderr = _one_pipeline(tmp_path, "alone", "n: *(\\d+)", alone, 1)
+    assert rows == ["a,r,1", "b,r,1", "c,r,1"], stderr
 
 
-PROGRAM = """\
-# ARGS: 12
-@main(n: int) {
-  zero: int = const 0;
-  one: int = const 1;
-  i: int = const 0;
-  acc: int = const 0;
-  dead: int = const 99;
-.loop:
-  more: bool = lt i n;
-  br more .body .done;
-.body:
-  k: int = const 3;
-  t: int = mul i k;
-  acc: int = add acc t;
-  i: int = add i one;
-  jmp .loop;
-.done:
-  print acc;
-}
-"""
+PROGRAM = program_text("bench/triangles")
 
 
 def test_bril_pipelines_report_the_interpreters_counts(tmp_path):

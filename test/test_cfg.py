@@ -7,27 +7,10 @@ from bril.analysis.dominance import (Dominance, dominance_frontier, dominator_tr
                                      immediate_dominators)
 from bril.ir.text import parse_program
 
+from corpus import program_text
+
 # entry -> head; head -> body | done; body -> then | else; then/else -> latch -> head
-LOOP = """@main(n: int) {
-  i: int = const 0;
-  one: int = const 1;
-.head:
-  c: bool = lt i n;
-  br c .body .done;
-.body:
-  odd: bool = eq i one;
-  br odd .then .else;
-.then:
-  x: int = const 5;
-  jmp .latch;
-.else:
-  x: int = const 7;
-.latch:
-  i: int = add i one;
-  jmp .head;
-.done:
-  print i;
-}"""
+LOOP = program_text("cfg/loop")
 
 
 def cfg_of(src):

@@ -25,36 +25,10 @@ from bril.interpreter.interp import run
 from bril.ir.linker import link
 from bril.ir.text import parse_program
 
-BRILI = [sys.executable, "-m", "bril.cli.brili"]
+from corpus import program_text
+from helpers import run_brili
 
-PROGRAM = """
-@square(x: int): int {
-  y: int = mul x x;
-  ret y;
-}
-@total(n: int): int {
-  i: int = const 0;
-  s: int = const 0;
-  one: int = const 1;
-.head:
-  c: bool = lt i n;
-  br c .body .done;
-.body:
-  q: int = call @square i;
-  s: int = add s q;
-  i: int = add i one;
-  jmp .head;
-.done:
-  ret s;
-}
-@unused(a: int): int {
-  ret a;
-}
-@main(n: int) {
-  t: int = call @total n;
-  print t;
-}
-"""
+PROGRAM = program_text("codecache/program")
 
 
 def outcome(prog, argv, cache=None, **options):
@@ -272,9 +246,7 @@ def test_concurrent_writers_never_leave_a_partial_entry(tmp_path):
 # --- the command ---------------------------------------------------------------------------
 
 def brili(args, stdin, cache_dir, **env):
-    environment = dict(os.environ, BRIL_CACHE_DIR=str(cache_dir), **env)
-    return subprocess.run(BRILI + args, input=stdin, capture_output=True, text=True,
-                          env=environment, timeout=120)
+    return run_brili(args, stdin, BRIL_CACHE_DIR=cache_dir, **env)
 
 
 def test_brili_fills_and_uses_the_cache(tmp_path):

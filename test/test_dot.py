@@ -19,6 +19,8 @@ from bril.ir.errors import BrilError
 from bril.interpreter.interp import run_capture
 from bril.ir.text import parse_program
 
+from corpus import program_text
+
 HAVE_DOT = shutil.which("dot") is not None
 needs_graphviz = pytest.mark.skipif(not HAVE_DOT, reason="Graphviz `dot` is not installed")
 
@@ -130,111 +132,14 @@ def render(text, fmt="svg"):
 
 # --- programs ------------------------------------------------------------------------
 
-PLAIN = """\
-@main(n: int) {
-  one: int = const 1;
-  i: int = const 0;
-.loop:
-  more: bool = lt i n;
-  br more .body .done;
-.body:
-  i: int = add i one;
-  jmp .loop;
-.done:
-  x: int = call @twice i;
-  print x;
-}
-@twice(v: int): int {
-  r: int = add v v;
-  ret r;
-}
-"""
+PLAIN = program_text("dot/plain")
+
+ORIGINAL = program_text("dot/original")
 
 # The loop of ORIGINAL with a trace spliced in by hand, in the marks the tracer
 # uses: a first pass, a peeled loop part (`k` is invariant), the original
 # header code at .loop.trace.orig and a resume point .loop.trace.r9.
-ORIGINAL = """\
-@main(n: int) {
-  one: int = const 1;
-  five: int = const 5;
-  i: int = const 0;
-  s: int = const 0;
-.loop:
-  more: bool = lt i n;
-  br more .body .done;
-.body:
-  k: int = const 3;
-  t: int = mul i k;
-  small: bool = lt i five;
-  br small .lo .hi;
-.lo:
-  s: int = add s t;
-  jmp .next;
-.hi:
-  s: int = sub s t;
-.next:
-  i: int = add i one;
-  jmp .loop;
-.done:
-  print s;
-}
-"""
-
-TRACED = """\
-@main(n: int) {
-  one: int = const 1;
-  five: int = const 5;
-  i: int = const 0;
-  s: int = const 0;
-.loop:
-  speculate;
-  more: bool = lt i n;
-  guard more .loop.trace.orig;
-  commit;
-  k: int = const 3;
-  speculate;
-  t: int = mul i k;
-  small: bool = lt i five;
-  big: bool = not small;
-  guard big .loop.trace.r9;
-  s: int = sub s t;
-  i: int = add i one;
-  commit;
-.loop.trace.loop:
-  speculate;
-  more: bool = lt i n;
-  guard more .loop.trace.orig;
-  commit;
-  speculate;
-  t: int = mul i k;
-  small: bool = lt i five;
-  big: bool = not small;
-  guard big .loop.trace.r9;
-  s: int = sub s t;
-  i: int = add i one;
-  commit;
-  jmp .loop.trace.loop;
-.loop.trace.orig:
-  more: bool = lt i n;
-  br more .body .done;
-.body:
-  k: int = const 3;
-.loop.trace.r9:
-  t: int = mul i k;
-  small: bool = lt i five;
-  br small .lo .hi;
-.lo:
-  s: int = add s t;
-  jmp .next;
-.hi:
-  s: int = sub s t;
-.next:
-  i: int = add i one;
-  jmp .loop;
-.done:
-  print s;
-}
-"""
+TRACED = program_text("dot/traced")
 
 REPORT = {
     "original_count": 1000, "traced_count": 900,
@@ -443,40 +348,7 @@ def test_command_errors_are_one_line(tmp_path, args, stdin, message):
 # A chain of two traces for one header, as the tracer lays it out: the first
 # trace's guard failures go to the second (`.h.trace.c1`), whose own go to the
 # original code; each trace's repeating part is `.h.trace.loopJ`.
-CHAIN = """\
-@main(n: int) {
-  i: int = const 0;
-  one: int = const 1;
-.h:
-  speculate;
-  more: bool = lt i n;
-  guard more .h.trace.c1;
-  i: int = add i one;
-  commit;
-.h.trace.loop0:
-  speculate;
-  more: bool = lt i n;
-  guard more .h.trace.c1;
-  i: int = add i one;
-  commit;
-  jmp .h.trace.loop0;
-.h.trace.c1:
-  speculate;
-  stop: bool = ge i n;
-  guard stop .h.trace.orig;
-  commit;
-  jmp .h.trace.r6;
-.h.trace.orig:
-  more: bool = lt i n;
-  br more .body .exit;
-.body:
-.h.trace.r6:
-  i: int = add i one;
-  jmp .h;
-.exit:
-  print i;
-}
-"""
+CHAIN = program_text("dot/chain")
 
 
 def test_chains_of_traces():

@@ -14,6 +14,9 @@ import pytest
 
 from bril.ir.text import parse_program
 
+from corpus import program_text
+from helpers import run_brili
+
 
 def _python(code):
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -45,26 +48,17 @@ print(forked.can_fork(), forked.start(lambda: 1))
                                    "False None"]
 
 
-LOOP = """
-@main(n: int) {
-  i: int = const 0; s: int = const 0; one: int = const 1; three: int = const 3;
-.head:
-  c: bool = lt i n;
-  br c .body .done;
-.body:
-  q: int = div i three;
-  s: int = add s q;
-  i: int = add i one;
-  jmp .head;
-.done:
-  print s;
-  %s
-}
-"""
+# Sums i / 3 for i below n; the tests of errors add an instruction after its print.
+LOOP = program_text("forked/thirds")
+
+
+def loop_ending_with(tail):
+    """LOOP with `tail` (Bril instructions) after its print."""
+    return LOOP.replace("  print s;\n}", f"  print s;\n  {tail}\n}}")
 
 
 def test_trace_program_runs_the_original_in_a_child():
-    prog = json.dumps(parse_program(LOOP % ""))
+    prog = json.dumps(parse_program(LOOP))
     out = _python(f"""
 import io, json
 from bril.tracing import forked, tracer
@@ -91,11 +85,9 @@ print(started, buf.getvalue() == plain, result.original_count == count,
     ("p: ptr<int> = alloc one;", None),          # a leak: the reference's error text
 ])
 def test_trace_command_reports_the_original_s_error_after_its_output(tmp_path, tail, error):
-    prog = json.dumps(parse_program(LOOP % tail))
-    run = lambda *a: subprocess.run([sys.executable, "-m", "bril.cli.brili", *a],  # noqa: E731
-                                    input=prog, capture_output=True, text=True, timeout=120)
-    plain = run("-p", "3000")
-    traced = run("--trace", str(tmp_path / "t.json"), "-p", "3000")
+    prog = json.dumps(parse_program(loop_ending_with(tail)))
+    plain = run_brili(["-p", "3000"], prog)
+    traced = run_brili(["--trace", str(tmp_path / "t.json"), "-p", "3000"], prog)
     assert plain.returncode == 2 and plain.stdout.strip()
     assert (traced.returncode, traced.stdout, traced.stderr) == (
         plain.returncode, plain.stdout, plain.stderr)

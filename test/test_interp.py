@@ -16,7 +16,7 @@ import math
 
 import pytest
 
-from corpus import args_of, bril_files, case_id
+from corpus import args_of, bril_files, case_id, program_text
 from bril.ir.errors import BrilError
 from bril.interpreter.interp import compile_program, run, run_capture
 from bril.ir.text import parse_program
@@ -148,118 +148,37 @@ def test_inner_commit_returns_to_the_parent_speculation():
     # The reference ends both speculations at the inner commit and then fails
     # with "abort in non-speculative state"; the spec returns to the outer one,
     # which the guard then aborts (v back to its value before the outer speculate).
-    out, count = run_text("""
-    @main {
-      v: int = const 1;
-      speculate;
-      v: int = const 2;
-      speculate;
-      v: int = const 3;
-      commit;
-      f: bool = const false;
-      guard f .out;
-      commit;
-    .out:
-      print v;
-    }""")
+    out, count = run_text(program_text("interp/inner_commit_returns_to_the_parent"))
     assert out == "1\n"
     assert count == 9       # every executed instruction, the aborted ones included
 
 
 def test_two_commits_end_two_speculations():
-    out, _ = run_text("""
-    @main {
-      v: int = const 1;
-      speculate;
-      speculate;
-      v: int = const 2;
-      commit;
-      commit;
-      print v;
-    }""")
+    out, _ = run_text(program_text("interp/two_commits"))
     assert out == "2\n"
-    msg, _ = error_of("""
-    @main {
-      speculate;
-      speculate;
-      commit;
-      commit;
-      commit;
-    }""")
+    msg, _ = error_of(program_text("interp/one_commit_too_many"))
     assert msg == "commit in non-speculative state"
 
 
 def test_inner_abort_stays_in_the_outer_speculation():
-    out, _ = run_text("""
-    @main {
-      f: bool = const false;
-      v: int = const 1;
-      speculate;
-      v: int = const 2;
-      speculate;
-      v: int = const 3;
-      guard f .inner;
-    .inner:
-      print v;
-      guard f .outer;
-    .outer:
-      print v;
-    }""")
+    out, _ = run_text(program_text("interp/inner_abort_stays_in_the_outer"))
     assert out == "2\n1\n"
 
 
 def test_abort_rolls_back_shadow_variables():
     # Our choice (documented in bril.interpreter.interp): `set` is rolled back like any
     # variable; the reference keeps the speculative `set`.
-    out, _ = run_text("""
-    @main {
-      one: int = const 1;
-      two: int = const 2;
-      set x one;
-      speculate;
-      set x two;
-      f: bool = const false;
-      guard f .fail;
-      commit;
-    .fail:
-      x: int = get;
-      print x;
-    }""")
+    out, _ = run_text(program_text("interp/abort_rolls_back_a_shadow"))
     assert out == "1\n"
 
 
 def test_abort_unsets_variables_first_assigned_while_speculating():
-    msg, out = error_of("""
-    @main {
-      speculate;
-      y: int = const 5;
-      f: bool = const false;
-      guard f .after;
-    .after:
-      print y;
-    }""")
+    msg, out = error_of(program_text("interp/abort_unsets_a_new_variable"))
     assert msg == "undefined variable y"
 
 
 def test_abort_keeps_heap_and_output():
-    out, _ = run_text("""
-    @main {
-      one: int = const 1;
-      p: ptr<int> = alloc one;
-      zero: int = const 0;
-      store p zero;
-      speculate;
-      seven: int = const 7;
-      store p seven;
-      print seven;
-      f: bool = const false;
-      guard f .fail;
-      commit;
-    .fail:
-      v: int = load p;
-      print v;
-      free p;
-    }""")
+    out, _ = run_text(program_text("interp/abort_keeps_heap_and_output"))
     assert out == "7\n7\n"
 
 
@@ -504,21 +423,7 @@ def test_runaway_recursion_is_an_error():
 # --- hooks for the tracer and native code --------------------------------------------
 
 def test_a_function_can_be_entered_at_any_block():
-    prog = parse_program("""
-    @main(n: int) {
-      i: int = const 0;
-      s: int = const 0;
-      one: int = const 1;
-    .loop:
-      c: bool = lt i n;
-      br c .body .done;
-    .body:
-      s: int = add s i;
-      i: int = add i one;
-      jmp .loop;
-    .done:
-      print s;
-    }""")
+    prog = parse_program(program_text("sum_below_n"))
     out = io.StringIO()
     compiled, main = compile_program(prog, out=out)
     compiled.prepare(main)

@@ -24,8 +24,9 @@ from bril.ir.errors import BrilError
 from bril.backend.jit import Jit
 from bril.ir.text import parse_program
 
-from corpus import BENCHMARKS, args_of, benchmark_cases, bril_files, case_id
+from corpus import BENCHMARKS, args_of, benchmark_cases, bril_files, case_id, program_text
 from dynamic_programs import DYNAMIC_LOOP, DYNAMIC_LOOP_ERRORS, DYNAMIC_MODES, DYNAMIC_UNITS
+from helpers import bril_json, run_brili, run_outcome
 
 _ALT_RE = re.compile(r"^\s*#\s*ALT-ARGS:(.*)$", re.M)
 
@@ -42,15 +43,6 @@ def run_jit(prog, args=(), hot=3, hot_calls=20, background=False):
     except BrilError as e:
         return out.getvalue(), None, str(e), jit
     return out.getvalue(), count, None, jit
-
-
-def run_plain(prog, args=()):
-    out = io.StringIO()
-    try:
-        count = interp.run(prog, list(args), out=out)
-    except BrilError as e:
-        return out.getvalue(), None, str(e)
-    return out.getvalue(), count, None
 
 
 def native_share(jit):
@@ -76,7 +68,7 @@ def test_benchmark_matches_snapshots(path):
 def test_benchmark_on_its_other_input(path):
     prog = parse_program(path.read_text())
     alt = _ALT_RE.search(path.read_text()).group(1).split()
-    assert run_jit(prog, alt)[:3] == run_plain(prog, alt)
+    assert run_jit(prog, alt)[:3] == run_outcome(prog, alt)
 
 
 def test_long_loops_really_run_natively():
@@ -92,42 +84,14 @@ def check(text, args=(), hot=3, native=True):
     """The JIT run equals the plain run; returns the JIT's report."""
     prog = parse_program(text)
     got = run_jit(prog, args, hot)
-    assert got[:3] == run_plain(prog, args)
+    assert got[:3] == run_outcome(prog, args)
     report = got[3].report()
     if native:
         assert native_share(got[3]) > 0, report
     return got, report
 
 
-ALTERNATING = """
-@main(n: int, period: int) {
-  i: int = const 0;
-  s: int = const 0;
-  one: int = const 1;
-  zero: int = const 0;
-.head:
-  c: bool = lt i n;
-  br c .body .done;
-.body:
-  q: int = div i period;
-  two: int = const 2;
-  h: int = div q two;
-  h2: int = mul h two;
-  phase: bool = eq q h2;
-  br phase .up .down;
-.up:
-  s: int = add s i;
-  jmp .next;
-.down:
-  s: int = sub s one;
-  print s;
-.next:
-  i: int = add i one;
-  jmp .head;
-.done:
-  print s;
-}
-"""
+ALTERNATING = program_text("jit/alternating")
 
 
 @pytest.mark.parametrize("args", [["300", "7"], ["1000", "250"], ["50", "1"], ["0", "3"]])
@@ -135,39 +99,7 @@ def test_loops_whose_direction_changes(args):
     check(ALTERNATING, args, native=args[0] != "0")
 
 
-RETURN_INSIDE = """
-@find(n: int, k: int): int {
-  i: int = const 0;
-  one: int = const 1;
-.loop:
-  sq: int = mul i i;
-  hit: bool = ge sq k;
-  br hit .found .next;
-.found:
-  ret i;
-.next:
-  i: int = add i one;
-  more: bool = lt i n;
-  br more .loop .none;
-.none:
-  ret n;
-}
-@main(n: int) {
-  j: int = const 0;
-  t: int = const 0;
-  one: int = const 1;
-.outer:
-  c: bool = lt j n;
-  br c .body .end;
-.body:
-  r: int = call @find n j;
-  t: int = add t r;
-  j: int = add j one;
-  jmp .outer;
-.end:
-  print t;
-}
-"""
+RETURN_INSIDE = program_text("jit/return_inside")
 
 
 def test_loops_with_returns_and_calls():
@@ -177,36 +109,7 @@ def test_loops_with_returns_and_calls():
 # Leaving the loop, native code hands back only what the interpreter may read:
 # s (live at .done and .odd), not t or u (written there before any read), and
 # x, which .odd reads though the loop assigns it only now and then.
-EXITS_WRITE_BACK_WHAT_IS_READ = """
-@main(n: int) {
-  i: int = const 0; s: int = const 0; x: int = const 5; one: int = const 1;
-  two: int = const 2; big: int = const 1000;
-.h:
-  more: bool = lt i n;
-  br more .b .done;
-.b:
-  t: int = mul i i;
-  u: int = add t one;
-  s: int = add s u;
-  h: int = div i two;
-  h: int = mul h two;
-  even: bool = eq h i;
-  br even .e .n;
-.e:
-  x: int = add x i;
-.n:
-  i: int = add i one;
-  past: bool = lt s big;
-  br past .h .odd;
-.odd:
-  t: int = const 1;
-  u: int = sub x t;
-  print s x u;
-  ret;
-.done:
-  t: int = const 2;
-  print s t;
-}"""
+EXITS_WRITE_BACK_WHAT_IS_READ = program_text("jit/exits_write_back_what_is_read")
 
 
 @pytest.mark.parametrize("args", [["100"], ["10"], ["0"]])
@@ -214,53 +117,13 @@ def test_exits_write_back_what_is_read(args):
     check(EXITS_WRITE_BACK_WHAT_IS_READ, args, hot=2, native=args != ["0"])
 
 
+# message -> a loop that fails so (test/programs/jit/error_*.bril)
 ERRORS = {
-    "division by zero": """
-@main(n: int) {
-  i: int = const 0; one: int = const 1; s: int = const 0;
-.h:
-  d: int = sub n i;
-  q: int = div n d;
-  s: int = add s q;
-  print s;
-  i: int = add i one;
-  jmp .h;
-}""",
-    "Uninitialized heap location 0 and/or illegal offset 20": """
-@main(n: int) {
-  p: ptr<int> = alloc n;
-  i: int = const 0; one: int = const 1;
-.h:
-  q: ptr<int> = ptradd p i;
-  store q i;
-  print i;
-  i: int = add i one;
-  jmp .h;
-}""",
-    "Pointer q points to uninitialized data": """
-@main(n: int) {
-  p: ptr<int> = alloc n;
-  i: int = const 0; one: int = const 1; k: int = const 15;
-.h:
-  q: ptr<int> = ptradd p i;
-  small: bool = lt i k;
-  br small .st .ld;
-.st:
-  store q i;
-.ld:
-  v: int = load q;
-  print v;
-  i: int = add i one;
-  jmp .h;
-}""",
-    "value 1114112 cannot be converted to char": """
-@main(n: int) {
-  i: int = const 1114000; one: int = const 1;
-.h:
-  c: char = int2char i;
-  i: int = add i one;
-  jmp .h;
-}""",
+    "division by zero": program_text("jit/error_division_by_zero"),
+    "Uninitialized heap location 0 and/or illegal offset 20":
+        program_text("jit/error_offset_past_the_end"),
+    "Pointer q points to uninitialized data": program_text("jit/error_uninitialized_load"),
+    "value 1114112 cannot be converted to char": program_text("jit/error_char_out_of_range"),
 }
 
 
@@ -273,66 +136,7 @@ def test_errors_inside_native_code(message):
     assert [r["error"] for r in report["regions"] if r.get("compiled")] == [message], report
 
 
-SHARED_HEAP = """
-@fill(p: ptr<int>, n: int) {
-  i: int = const 0; one: int = const 1;
-.h:
-  c: bool = lt i n;
-  br c .b .d;
-.b:
-  q: ptr<int> = ptradd p i;
-  sq: int = mul i i;
-  store q sq;
-  i: int = add i one;
-  jmp .h;
-.d:
-}
-@main(n: int) {
-  p: ptr<int> = alloc n;
-  call @fill p n;
-  half: int = const 2;
-  m: int = div n half;
-  q: ptr<int> = ptradd p m;
-  v: int = load q;
-  print v;
-  fs: ptr<float> = alloc n;
-  bs: ptr<bool> = alloc n;
-  cs: ptr<char> = alloc n;
-  ps: ptr<ptr<int>> = alloc n;
-  i: int = const 0; one: int = const 1; s: float = const 0.5; t: bool = const true;
-  a: char = const 'a';
-.h:
-  c: bool = lt i n;
-  br c .b .d;
-.b:
-  f: ptr<float> = ptradd fs i;
-  store f s;
-  s: float = fadd s s;
-  b: ptr<bool> = ptradd bs i;
-  store b t;
-  t: bool = not t;
-  ch: ptr<char> = ptradd cs i;
-  store ch a;
-  pp: ptr<ptr<int>> = ptradd ps i;
-  pi: ptr<int> = ptradd p i;
-  store pp pi;
-  i: int = add i one;
-  jmp .h;
-.d:
-  last: int = sub n one;
-  f: ptr<float> = ptradd fs last;
-  x: float = load f;
-  b: ptr<bool> = ptradd bs last;
-  y: bool = load b;
-  ch: ptr<char> = ptradd cs last;
-  z: char = load ch;
-  pp: ptr<ptr<int>> = ptradd ps last;
-  pw: ptr<int> = load pp;
-  w: int = load pw;
-  print x y z w;
-  free p; free fs; free bs; free cs; free ps;
-}
-"""
+SHARED_HEAP = program_text("jit/shared_heap")
 
 
 def test_native_code_and_interpreter_share_the_heap():
@@ -343,14 +147,11 @@ def test_pointer_loops_are_native_from_the_first_run(tmp_path):
     # Native pointer code needs the heap in the run-time library's table from the
     # start of the run (pointers cannot move later): under the JIT a program that
     # allocates has it so from its first run, once the library is built.
-    env = dict(os.environ, BRIL_CACHE_DIR=str(tmp_path), BRIL_JIT_PRECOMPILE="0")
-    prog = json.dumps(parse_program(SHARED_HEAP))
-    plain = subprocess.run([sys.executable, "-m", "bril.cli.brili", "--no-jit", "-p", "40"],
-                           input=prog, capture_output=True, text=True, timeout=120)
+    prog = bril_json(SHARED_HEAP)
+    plain = run_brili(["--no-jit", "-p", "40"], prog)
     for flags in (["--hot", "1"], ["--hot", "1"], []):
-        done = subprocess.run([sys.executable, "-m", "bril.cli.brili", "--jit", *flags,
-                               "--jit-report", "-", "-p", "40"], input=prog,
-                              capture_output=True, text=True, timeout=120, env=env)
+        done = run_brili(["--jit", *flags, "--jit-report", "-", "-p", "40"], prog,
+                         BRIL_CACHE_DIR=tmp_path, BRIL_JIT_PRECOMPILE="0")
         assert done.stdout == plain.stdout
         assert done.stderr.endswith(plain.stderr)
         assert "pointers need the shared heap" not in done.stderr
@@ -387,90 +188,21 @@ def _text(prog):
 
 
 def test_programs_beyond_native_code_are_interpreted():
-    text = """
-@main {
-  x: int = const 1;
-  x: bool = const true;
-  i: int = const 0; one: int = const 1; n: int = const 50;
-.h:
-  c: bool = lt i n;
-  br c .b .d;
-.b:
-  i: int = add i one;
-  jmp .h;
-.d:
-  print i;
-}"""
+    text = program_text("jit/two_types_for_one_variable")
     (_, _, _, jit), report = check(text, native=False)
     # Native code is tried where a loop gets hot, and given up with the reason.
     assert report["regions"] and all(not r["compiled"] and "two types" in r["dropped"]
                                      for r in report["regions"])
 
 
-RECURSIVE = """
-@fib(n: int): int {
-  two: int = const 2;
-  small: bool = lt n two;
-  br small .base .rec;
-.base:
-  ret n;
-.rec:
-  one: int = const 1;
-  a: int = sub n one;
-  b: int = sub n two;
-  x: int = call @fib a;
-  y: int = call @fib b;
-  s: int = add x y;
-  ret s;
-}
-@make(n: int): ptr<int> {
-  one: int = const 1;
-  m: int = add n one;
-  p: ptr<int> = alloc m;
-  i: int = const 0;
-.fill:
-  q: ptr<int> = ptradd p i;
-  store q n;
-  i: int = add i one;
-  more: bool = lt i m;
-  br more .fill .done;
-.done:
-  ret p;
-}
-@show(n: int) {
-  c: char = const 'x';
-  f: float = const 0.5;
-  t: bool = const true;
-.again:
-  print n c f t;
-  t: bool = not t;
-  br t .stop .again;
-.stop:
-}
-@main(n: int) {
-  r: int = call @fib n;
-  print r;
-  i: int = const 0; one: int = const 1; k: int = const 30;
-.h:
-  more: bool = lt i k;
-  br more .b .d;
-.b:
-  p: ptr<int> = call @make i;
-  v: int = load p;
-  free p;
-  call @show v;
-  i: int = add i one;
-  jmp .h;
-.d:
-}
-"""
+RECURSIVE = program_text("jit/recursive")
 
 
 def test_hot_functions_run_natively_whole():
     prog = parse_program(RECURSIVE)
     # Loops stay interpreted (hot=10**6); functions called 20 times become native.
     got = run_jit(prog, ["18"], hot=10**6)
-    assert got[:3] == run_plain(prog, ["18"])
+    assert got[:3] == run_outcome(prog, ["18"])
     functions = {f["function"]: f for f in got[3].report()["functions"]}
     assert set(functions) == {"fib", "make", "show"}, functions
     assert all(f["compiled"] and f["calls"] > 0 for f in functions.values())
@@ -483,15 +215,14 @@ def test_error_deep_in_a_native_function():
     prog = parse_program(text)
     got = run_jit(prog, ["18"], hot=10**6)
     assert got[2] == "division by zero"
-    assert got[:3] == run_plain(prog, ["18"])
+    assert got[:3] == run_outcome(prog, ["18"])
 
 
 # --- the command line --------------------------------------------------------------------
 
 def brili(args, text):
-    prog = json.dumps(parse_program(text))
-    return subprocess.run([sys.executable, "-m", "bril.cli.brili"] + args, input=prog,
-                          capture_output=True, text=True, timeout=120)
+    """`brili ARGS` on the program of Bril text `text`."""
+    return run_brili(args, bril_json(text))
 
 
 def test_cli_jit_profile_and_report(tmp_path):
@@ -527,26 +258,7 @@ def test_cli_error_in_native_code_exits_2():
     assert done.stdout == plain.stdout
 
 
-CHAR_PRINTS = """
-@main(n: int) {
-  i: int = const 0;
-  one: int = const 1;
-  base: int = const 19990;
-  c0: char = const 'X';
-  print c0;
-.head:
-  c: bool = lt i n;
-  br c .body .done;
-.body:
-  x: int = add base i;
-  ch: char = int2char x;
-  print i ch c0;
-  i: int = add i one;
-  jmp .head;
-.done:
-  print n c0;
-}
-"""
+CHAR_PRINTS = program_text("jit/char_prints")
 
 
 @pytest.mark.parametrize("c0", ["é", "\ud800", "\ud7fa"],
@@ -559,8 +271,7 @@ def test_cli_native_output_is_the_interpreters_byte_for_byte(c0):
     for instr in prog["functions"][0]["instrs"]:
         if instr.get("dest") == "c0":
             instr["value"] = c0
-    runs = [subprocess.run([sys.executable, "-m", "bril.cli.brili"] + flags + ["5"],
-                           input=json.dumps(prog).encode(), capture_output=True, timeout=120)
+    runs = [run_brili(flags + ["5"], json.dumps(prog).encode())     # (bytes out)
             for flags in ([], ["--jit", "--hot", "1", "--jit-report", "-"])]
     assert runs[0].returncode == runs[1].returncode == 0, runs[1].stderr
     assert runs[1].stdout == runs[0].stdout and "0 \u4e16 ".encode() in runs[0].stdout
@@ -577,37 +288,12 @@ def test_cli_refuses_jit_with_trace(tmp_path):
 
 # --- native code kept across runs (the code cache) ---------------------------------------
 
-PROFILE_PROGRAM = """
-@inner(x: int): int {
-  two: int = const 2;
-  y: int = mul x two;
-  ret y;
-}
-@main(n: int) {
-  i: int = const 0;
-  s: int = const 0;
-  one: int = const 1;
-.head:
-  c: bool = lt i n;
-  br c .body .done;
-.body:
-  y: int = call @inner i;
-  s: int = add s y;
-  i: int = add i one;
-  jmp .head;
-.done:
-  print s;
-}
-"""
+PROFILE_PROGRAM = program_text("jit/profile_program")
 
 
 def cached_run(text, args, cache_dir, **env):
-    environment = dict(os.environ, BRIL_CACHE_DIR=str(cache_dir), BRIL_JIT_PRECOMPILE="wait",
-                       **env)
-    proc = subprocess.run([sys.executable, "-m", "bril.cli.brili", "--jit", "--jit-report", "-",
-                           "-p"] + list(args),
-                          input=json.dumps(parse_program(text)), capture_output=True,
-                          text=True, env=environment, timeout=300)
+    proc = run_brili(["--jit", "--jit-report", "-", "-p", *args], bril_json(text), timeout=300,
+                     BRIL_CACHE_DIR=cache_dir, BRIL_JIT_PRECOMPILE="wait", **env)
     assert proc.returncode == 0, proc.stderr
     return proc
 
@@ -663,7 +349,7 @@ def test_the_jit_attaches_late_to_a_run_that_lasts(monkeypatch):
     from bril.backend import jit_policy
     monkeypatch.setattr(jit_policy, "SAMPLE_INTERVAL", 0.0)
     got = deferred_run(PROFILE_PROGRAM, ["300000"])
-    assert got[:2] == run_plain(parse_program(PROFILE_PROGRAM), ["300000"])[:2]
+    assert got[:2] == run_outcome(parse_program(PROFILE_PROGRAM), ["300000"])[:2]
     late = got[2].jit
     assert late is not None and late.hot_seconds       # attached, and sampling
     # (functions promoted before it came are known to it)
@@ -690,7 +376,7 @@ def test_the_sampler_charges_the_time_that_passed(monkeypatch):
     monkeypatch.setattr(jit.Jit, "_sample", lambda self, frame, elapsed=None:
                         looks.append(elapsed) or sample(self, frame, elapsed))
     got = deferred_run(PROFILE_PROGRAM, ["1500000"])
-    assert got[:2] == run_plain(parse_program(PROFILE_PROGRAM), ["1500000"])[:2]
+    assert got[:2] == run_outcome(parse_program(PROFILE_PROGRAM), ["1500000"])[:2]
     late = got[2].jit
     assert looks and all(abs(e - 0.02) < 1e-9 for e in looks)
     # (a look that finds the run outside generated code -- in the cold tier, at its
@@ -714,7 +400,7 @@ def test_the_sampler_compiles_with_short_gil_switches(monkeypatch):
         seen.append(sys.getswitchinterval()), compile_region(self, *a))[1])
     before = sys.getswitchinterval()
     got = deferred_run(PROFILE_PROGRAM, ["1500000"])
-    assert got[:2] == run_plain(parse_program(PROFILE_PROGRAM), ["1500000"])[:2]
+    assert got[:2] == run_outcome(parse_program(PROFILE_PROGRAM), ["1500000"])[:2]
     assert seen and all(abs(s - jit.SAMPLER_SWITCH) < 1e-6 for s in seen)
     assert sys.getswitchinterval() == before
 
@@ -723,7 +409,7 @@ def test_a_profile_starts_the_jit_at_once(tmp_path, monkeypatch):
     from bril.cache.codecache import CodeCache
     monkeypatch.setenv("BRIL_JIT_PRECOMPILE", "wait")  # (units built after run 1)
     cache = CodeCache(str(tmp_path))
-    plain = run_plain(parse_program(PROFILE_PROGRAM), ["2000000"])[:2]
+    plain = run_outcome(parse_program(PROFILE_PROGRAM), ["2000000"])[:2]
     first = deferred_run(PROFILE_PROGRAM, ["2000000"], cache)
     second = deferred_run(PROFILE_PROGRAM, ["2000000"], cache)
     assert first[:2] == second[:2] == plain
@@ -839,7 +525,7 @@ def test_ssa2_corpus_programs_with_everything_hot(path):
     prog = parse_program(path.read_text())
     args = args_of(path)
     got = run_jit(prog, args, hot=1)
-    assert got[:3] == run_plain(prog, args)
+    assert got[:3] == run_outcome(prog, args)
     if "swap-problem" in path.name:         # its loop carries shadows: compiled
         assert native_share(got[3]) > 0, got[3].report()
 
@@ -852,46 +538,11 @@ def test_benchmarks_converted_to_ssa2_run_natively(name):
     assert any(i.get("op") == "get" for f in prog["functions"] for i in f["instrs"])
     args = _ALT_RE.search(path.read_text()).group(1).split()     # the shorter input
     got = run_jit(prog, args, hot=1)
-    assert got[:3] == run_plain(prog, args)
+    assert got[:3] == run_outcome(prog, args)
     assert native_share(got[3]) > 0.5 * got[1], got[3].report()
 
 
-SSA2_SPECULATION = """
-@main(n: int, k: int) {
-  zero: int = const 0;
-  one: int = const 1;
-  i: int = const 0;
-  s: int = const 0;
-  u: int = undef;
-  set i.1 i;
-  set s.1 s;
-  set w u;
-.head:
-  i.1: int = get;
-  s.1: int = get;
-  c: bool = lt i.1 n;
-  br c .body .done;
-.body:
-  speculate;
-  big: int = add s.1 i.1;
-  set s.1 big;
-  set w big;
-  ok: bool = lt i.1 k;
-  guard ok .undo;
-  commit;
-  jmp .next;
-.undo:
-  set s.1 s.1;
-.next:
-  i.2: int = add i.1 one;
-  set i.1 i.2;
-  jmp .head;
-.done:
-  w: int = get;
-  print s.1;
-  print w;
-}
-"""
+SSA2_SPECULATION = program_text("jit/ssa2_speculation")
 
 
 @pytest.mark.parametrize("args", [["60", "100"], ["60", "30"], ["60", "0"]])
@@ -905,33 +556,7 @@ def test_ssa2_shadows_roll_back_with_a_failed_speculation(args):
         assert err is None
 
 
-SSA2_UNDEF_IN_LOOP = """
-@main(n: int, bad: int) {
-  one: int = const 1;
-  i: int = const 0;
-  u: int = undef;
-  set x u;
-  set i.1 i;
-.head:
-  x: int = get;
-  i.1: int = get;
-  c: bool = lt i.1 n;
-  br c .body .done;
-.body:
-  t: bool = eq i.1 bad;
-  br t .use .skip;
-.use:
-  y: int = add x one;
-  print y;
-.skip:
-  j: int = add i.1 one;
-  set x u;
-  set i.1 j;
-  jmp .head;
-.done:
-  print i.1;
-}
-"""
+SSA2_UNDEF_IN_LOOP = program_text("jit/ssa2_undef_in_loop")
 
 
 @pytest.mark.parametrize("bad", ["-1", "70"])
@@ -954,7 +579,7 @@ def test_dynamic_corpus_programs_with_everything_hot(path):
     prog = parse_program(path.read_text())
     args = args_of(path)
     got = run_jit(prog, args, hot=1, hot_calls=1)
-    assert got[:3] == run_plain(prog, args)
+    assert got[:3] == run_outcome(prog, args)
     err = path.with_suffix(".err")
     if err.exists():
         assert f"error: {got[2]}" == err.read_text().strip()
@@ -982,7 +607,7 @@ def test_any_values_with_undef_and_pointers(name, mode):
     src, errors = DYNAMIC_MODES[name]
     prog = parse_program(src)
     got = run_jit(prog, [str(mode)], hot=1, hot_calls=1)
-    assert got[:3] == run_plain(prog, [str(mode)])
+    assert got[:3] == run_outcome(prog, [str(mode)])
     assert got[2] == errors[mode]
 
 
@@ -990,39 +615,10 @@ def test_any_values_with_undef_and_pointers(name, mode):
 def test_any_values_at_the_edges(name):
     # No loops: functions called once are compiled whole (hot_calls=1).
     prog = parse_program(DYNAMIC_UNITS[name])
-    assert run_jit(prog, hot=1, hot_calls=1)[:3] == run_plain(prog)
+    assert run_jit(prog, hot=1, hot_calls=1)[:3] == run_outcome(prog)
 
 
-ANY_CALLS = """
-@next(x: any, k: int): any {
-  two: int = const 2;
-  r: int = div k two;
-  r: int = mul r two;
-  even: bool = eq r k;
-  br even .int .float;
-.int:
-  ret k;
-.float:
-  f: float = const 0.5;
-  ret f;
-}
-@main(n: int) {
-  i: int = const 0;
-  one: int = const 1;
-  v: any = const 0;
-.h:
-  c: bool = lt i n;
-  br c .b .d;
-.b:
-  v: any = call @next v i;
-  i: int = add i one;
-  jmp .h;
-.d:
-  print v;
-  w: any = call @next v n;
-  print w;
-}
-"""
+ANY_CALLS = program_text("jit/any_calls")
 
 
 def test_functions_taking_and_returning_any_run_natively():
@@ -1031,44 +627,11 @@ def test_functions_taking_and_returning_any_run_natively():
     (out, count, err, jit), report = check(ANY_CALLS, ["41"], hot=1)
     assert out == "40\n0.50000000000000000\n"
     got = run_jit(parse_program(ANY_CALLS), ["40"], hot=1, hot_calls=1)
-    assert got[:3] == run_plain(parse_program(ANY_CALLS), ["40"])
+    assert got[:3] == run_outcome(parse_program(ANY_CALLS), ["40"])
     assert [f["function"] for f in got[3].report()["functions"] if f["compiled"]] == ["next"]
 
 
-NEST = """
-@main(n: int, m: int) {
-  one: int = const 1;
-  zero: int = const 0;
-  s: int = const 0;
-  i: int = const 0;
-.outer:
-  ci: bool = lt i n;
-  br ci .mid_init .done;
-.mid_init:
-  j: int = const 0;
-.mid:
-  cj: bool = lt j m;
-  br cj .inner_init .mid_done;
-.inner_init:
-  k: int = id j;
-.inner:
-  ck: bool = lt k m;
-  br ck .inner_body .inner_done;
-.inner_body:
-  t: int = mul k i;
-  s: int = add s t;
-  k: int = add k one;
-  jmp .inner;
-.inner_done:
-  j: int = add j one;
-  jmp .mid;
-.mid_done:
-  i: int = add i one;
-  jmp .outer;
-.done:
-  print s;
-}
-"""
+NEST = program_text("jit/nest")
 
 
 @pytest.mark.parametrize("hot", [2, 3, 5, 40, 400])

@@ -4,10 +4,7 @@ the next arrival, kept for the next run, and `brili` running the JIT by default.
 """
 
 import io
-import json
 import os
-import subprocess
-import sys
 import time
 
 import pytest
@@ -22,24 +19,12 @@ from bril.interpreter.interp import compile_program
 from bril.ir.text import parse_program
 from bril.native_runtime import nativert
 
+from corpus import program_text
+from helpers import bril_json, run_brili
+
 pytestmark = pytest.mark.skipif(nativert.c_compiler() is None, reason="no C compiler")
 
-LOOP = """
-@main(n: int) {
-  i: int = const 0;
-  s: int = const 0;
-  one: int = const 1;
-.head:
-  c: bool = lt i n;
-  br c .body .done;
-.body:
-  s: int = add s i;
-  i: int = add i one;
-  jmp .head;
-.done:
-  print s;
-}
-"""
+LOOP = program_text("jit_server/loop")
 
 
 def _wait(predicate, seconds=120.0):
@@ -50,9 +35,7 @@ def _wait(predicate, seconds=120.0):
 
 
 def _brili(args, text, cache_dir, **env):
-    return subprocess.run([sys.executable, "-m", "bril.cli.brili", *args],
-                          input=json.dumps(parse_program(text)), capture_output=True, text=True,
-                          timeout=300, env=dict(os.environ, BRIL_CACHE_DIR=str(cache_dir), **env))
+    return run_brili(args, bril_json(text), timeout=300, BRIL_CACHE_DIR=cache_dir, **env)
 
 
 def _attached(text, cache):

@@ -19,6 +19,7 @@ import itertools
 import pytest
 
 import simple_interp
+from corpus import program_text
 from bril.interpreter import codegen
 from bril.analysis import typecheck as tc
 from bril.ir.errors import BrilError
@@ -289,20 +290,7 @@ def test_a_branch_bounds_the_copies_of_what_it_tests(between, proven):
 
 
 def test_a_loop_dividing_toward_zero_from_below_ends():
-    prog = parse_program("""
-    @main(x: int) {
-      zero: int = const 0; ten: int = const 10; n: int = const 0; one: int = const 1;
-      w: int = id x;
-    .head:
-      c: bool = lt w zero;
-      br c .body .exit;
-    .body:
-      w: int = div w ten;
-      n: int = add n one;
-      jmp .head;
-    .exit:
-      print w n;
-    }""")
+    prog = parse_program(program_text("range_facts/divide_toward_zero_from_below"))
     for x in ("-123456", str(INT_MIN), "-1", "0", "5"):
         expected = simple_interp.run(prog, [x])
         assert outcome(prog, [x], check_facts=True) == expected

@@ -9,7 +9,6 @@ input, larger ones with the same value (the copy runs), and unseen values
 """
 
 import io
-import subprocess
 
 import pytest
 
@@ -23,7 +22,8 @@ from bril.ir.tracelabels import MARK
 from bril.tracing.tracer import report, report_text, trace_program
 from bril.tracing.trace_record import Recorder
 
-from corpus import BENCHMARKS, alt_args_of, args_of, benchmark_cases
+from corpus import BENCHMARKS, alt_args_of, args_of, benchmark_cases, program_text
+from helpers import bril_json, build, run_brili, run_native
 
 LCG = (BENCHMARKS / "loops" / "lcg-period.bril").read_text()
 TRAIN = ["3000", "2147483647", "16807", "0", "1"]
@@ -52,11 +52,8 @@ def outputs(prog, args):
 
 
 def native_output(prog, args, tmp_path):
-    from bril.backend import llvm_lower, native
-    exe = tmp_path / "prog"
-    native.build_executable(llvm_lower.lower_program(prog), str(exe))
-    done = subprocess.run([str(exe), "--"] + args, capture_output=True, timeout=120)
-    return done.returncode, done.stdout.decode()
+    got = run_native(build(prog, str(tmp_path / "prog")), args, profile=False)
+    return got.returncode, got.stdout
 
 
 def _labels(prog):
@@ -107,31 +104,7 @@ def test_the_copy_reads_a_constant_and_the_check_runs_once_per_entry():
 
 def test_values_that_vary_between_entries_are_not_specialized():
     # The divisor changes with the outer loop: no single value, no version.
-    text = """
-@main(n: int) {
-  one: int = const 1;
-  d: int = const 1;
-  s: int = const 0;
-.outer:
-  more: bool = le d n;
-  br more .start .done;
-.start:
-  i: int = const 0;
-.inner:
-  go: bool = lt i n;
-  br go .body .next;
-.body:
-  q: int = div i d;
-  s: int = add s q;
-  i: int = add i one;
-  jmp .inner;
-.next:
-  d: int = add d one;
-  jmp .outer;
-.done:
-  print s;
-}
-"""
+    text = program_text("specialize/divisor_varies_by_entry")
     prog = parse_program(text)
     result = trace_program(prog, ["200"], specialize=True)
     assert result.versions == []
@@ -205,13 +178,10 @@ def test_the_jit_reads_the_constant_of_the_copy(monkeypatch):
 
 
 def test_the_command_versions_only_when_asked(tmp_path):
-    import json
-    import sys
-    prog = json.dumps(parse_program(LCG))
+    prog = bril_json(LCG)
 
     def brili(*args):
-        return subprocess.run([sys.executable, "-m", "bril.cli.brili", *args], input=prog,
-                              capture_output=True, text=True, timeout=120)
+        return run_brili(args, prog)
 
     plain = brili("-p", *TRAIN)
     for extra, versioned in (([], False), (["--trace-specialize"], True)):

@@ -9,13 +9,11 @@ right: phi, an open speculation, pointer parameters whose assumption fails,
 deep recursion while functions get promoted.
 """
 
-import io
-
 import pytest
 
-from corpus import BENCHMARKS, args_of, bril_files, case_id
-from bril.ir.errors import BrilError
-from bril.interpreter.interp import CompiledProgram, run
+from corpus import BENCHMARKS, args_of, bril_files, case_id, program_text
+from helpers import run_outcome
+from bril.interpreter.interp import CompiledProgram
 from bril.ir.text import parse_program
 
 PROGRAMS = (bril_files("test", "interp") + bril_files("test", "interp-error")
@@ -30,21 +28,12 @@ MODES = {
 }
 
 
-def outcome(prog, argv, path=None, **options):
-    out = io.StringIO()
-    try:
-        count = run(prog, list(argv), out=out, filename=str(path) if path else None, **options)
-    except BrilError as e:
-        return out.getvalue(), None, e.message
-    return out.getvalue(), count, None
-
-
 def _check_tiers(path):
     prog = parse_program(path.read_text(), filename=str(path))
     argv = args_of(path)
-    expected = outcome(prog, argv, path, tier="fast")
+    expected = run_outcome(prog, argv, filename=str(path), tier="fast")
     for name, options in MODES.items():
-        assert outcome(prog, argv, path, **options) == expected, name
+        assert run_outcome(prog, argv, filename=str(path), **options) == expected, name
 
 
 @pytest.mark.parametrize("path", PROGRAMS, ids=case_id)
@@ -61,7 +50,7 @@ def check_text(src, argv=(), osr=True):
     """Run Bril text in every mode; with `osr`, eager promotion must really move a
     running activation to generated code."""
     prog = parse_program(src)
-    expected = outcome(prog, argv, tier="fast")
+    expected = run_outcome(prog, argv, tier="fast")
     entered = []
     original = CompiledProgram.osr_entry
 
@@ -76,61 +65,21 @@ def check_text(src, argv=(), osr=True):
     for name, options in MODES.items():
         CompiledProgram.osr_entry = counting
         try:
-            assert outcome(prog, argv, **options) == expected, name
+            assert run_outcome(prog, argv, **options) == expected, name
         finally:
             CompiledProgram.osr_entry = original
     assert bool(entered) == osr, entered
     return expected
 
 
-LOOP_WITH_PHI = """
-@main(n: int) {
-  zero: int = const 0;
-  one: int = const 1;
-.entry:
-  jmp .head;
-.head:
-  i: int = phi zero inext .entry .body;
-  s: int = phi zero snext .entry .body;
-  c: bool = lt i n;
-  br c .body .done;
-.body:
-  snext: int = add s i;
-  inext: int = add i one;
-  jmp .head;
-.done:
-  print s;
-}
-"""
+LOOP_WITH_PHI = program_text("tiers/loop_with_phi")
 
 
 def test_osr_in_a_loop_with_phi():
     assert check_text(LOOP_WITH_PHI, ["500"])[0] == "124750\n"
 
 
-SPECULATION_IN_LOOP = """
-@main(n: int) {
-  i: int = const 0;
-  one: int = const 1;
-  s: int = const 0;
-.head:
-  c: bool = lt i n;
-  br c .body .done;
-.body:
-  speculate;
-  s: int = add s i;
-  big: bool = lt i n;
-  guard big .undo;
-  commit;
-  i: int = add i one;
-  jmp .head;
-.undo:
-  i: int = add i one;
-  jmp .head;
-.done:
-  print s;
-}
-"""
+SPECULATION_IN_LOOP = program_text("tiers/speculation_in_loop")
 
 
 def test_osr_never_moves_an_open_speculation():
@@ -138,31 +87,7 @@ def test_osr_never_moves_an_open_speculation():
     assert check_text(SPECULATION_IN_LOOP, ["300"])[0] == "44850\n"
 
 
-POINTER_PARAMETER = """
-@fill(p: ptr<int>, n: int): int {
-  i: int = const 0;
-  one: int = const 1;
-  s: int = const 0;
-.head:
-  c: bool = lt i n;
-  br c .body .done;
-.body:
-  q: ptr<int> = ptradd p i;
-  store q i;
-  x: int = load q;
-  s: int = add s x;
-  i: int = add i one;
-  jmp .head;
-.done:
-  ret s;
-}
-@main(n: int) {
-  p: ptr<int> = alloc n;
-  s: int = call @fill p n;
-  print s;
-  free p;
-}
-"""
+POINTER_PARAMETER = program_text("tiers/pointer_parameter")
 
 
 def test_osr_with_pointer_parameters():
@@ -170,87 +95,23 @@ def test_osr_with_pointer_parameters():
 
 
 def test_errors_after_promotion_are_the_same():
-    src = """
-@main(n: int) {
-  i: int = const 0;
-  one: int = const 1;
-  ten: int = const 10;
-.head:
-  c: bool = lt i n;
-  br c .body .done;
-.body:
-  k: int = sub ten i;
-  q: int = div n k;
-  i: int = add i one;
-  jmp .head;
-.done:
-  print i;
-}
-"""
+    src = program_text("tiers/division_by_zero_after_promotion")
     out, count, error = check_text(src, ["200"])
     assert error == "division by zero"
 
 
 def test_deep_recursion_while_functions_get_promoted():
-    src = """
-@down(n: int): int {
-  zero: int = const 0;
-  one: int = const 1;
-  done: bool = le n zero;
-  br done .base .rec;
-.base:
-  ret zero;
-.rec:
-  m: int = sub n one;
-  r: int = call @down m;
-  r: int = add r one;
-  ret r;
-}
-@main(n: int) {
-  r: int = call @down n;
-  print r;
-}
-"""
+    src = program_text("tiers/deep_recursion")
     assert check_text(src, ["20000"], osr=False)[0] == "20000\n"
 
 
 def test_unset_variable_read_in_the_cold_tier():
-    src = """
-@main(b: bool) {
-  br b .set .use;
-.set:
-  x: int = const 1;
-.use:
-  print x;
-}
-"""
+    src = program_text("tiers/unset_variable")
     out, count, error = check_text(src, ["false"], osr=False)
     assert error == "undefined variable x"
 
 
-LOOP_INSIDE_SPECULATION = """
-@main(n: int) {
-  i: int = const 0;
-  one: int = const 1;
-  s: int = const 0;
-  speculate;
-.head:
-  c: bool = lt i n;
-  br c .body .done;
-.body:
-  s: int = add s i;
-  i: int = add i one;
-  jmp .head;
-.done:
-  ok: bool = lt s i;
-  guard ok .undo;
-  commit;
-  print s;
-  ret;
-.undo:
-  print i s;
-}
-"""
+LOOP_INSIDE_SPECULATION = program_text("tiers/loop_inside_speculation")
 
 
 def test_no_osr_inside_an_open_speculation():

@@ -16,7 +16,9 @@ from bril.tracing.trace_emit import count_ops
 from bril.ir.tracelabels import MARK
 from bril.tracing.tracer import trace_program
 
-from corpus import BENCHMARKS, CONFORMANCE, alt_args_of, args_of, bril_files, case_id
+from corpus import (BENCHMARKS, CONFORMANCE, alt_args_of, args_of, bril_files, case_id,
+                    program_text)
+from helpers import run_brili
 
 CASES = ([pytest.param(p, CONFORMANCE, id=case_id(p)) for p in bril_files("benchmarks")]
          + [pytest.param(p, BENCHMARKS, id="ours/" + case_id(p, BENCHMARKS))
@@ -61,27 +63,7 @@ def _spec_ops(prog):
             if i.get("op") in ("speculate", "guard", "commit")]
 
 
-LOOP = """
-@main(n: int) {
-  i: int = const 0;
-  s: int = const 0;
-  one: int = const 1;
-.head:
-  c: bool = lt i n;
-  br c .body .done;
-.body:
-  s: int = call @step s i;
-  i: int = add i one;
-  jmp .head;
-.done:
-  print s;
-}
-@step(s: int, i: int): int {
-  two: int = const 2;
-  r: int = rem2 i two;
-  ret r;
-}
-"""
+LOOP = program_text("trace/loop_calls")
 
 
 def _loop_text():
@@ -273,23 +255,7 @@ def test_a_pattern_taken_too_few_times_is_not_built(monkeypatch):
         assert trace_select._replaced(rec.funcs, st, c.pattern, {}) == c.replaced
 
 
-SQUARES = """
-@main(n: int) {
-  i: int = const 0;
-  s: int = const 0;
-  one: int = const 1;
-.head:
-  c: bool = lt i n;
-  br c .body .done;
-.body:
-  t: int = mul i i;
-  s: int = add s t;
-  i: int = add i one;
-  jmp .head;
-.done:
-  print s;
-}
-"""
+SQUARES = program_text("trace/squares")
 
 
 @pytest.mark.parametrize("optimize", [True, False])
@@ -323,30 +289,7 @@ def test_trace_no_opt_keeps_the_program_otherwise_unchanged():
     assert all(any(i == j for j in rest) for i in prog["functions"][0]["instrs"])
 
 
-PHASES = """
-@main(n: int, split: int) {
-  i: int = const 0;
-  a: int = const 0;
-  b: int = const 0;
-  one: int = const 1;
-.head:
-  c: bool = lt i n;
-  br c .body .done;
-.body:
-  early: bool = lt i split;
-  br early .first .second;
-.first:
-  a: int = add a i;
-  jmp .next;
-.second:
-  b: int = add b one;
-.next:
-  i: int = add i one;
-  jmp .head;
-.done:
-  print a b;
-}
-"""
+PHASES = program_text("trace/phases")
 
 
 def test_branch_that_flips_midway_keeps_output_on_other_inputs():
@@ -359,36 +302,7 @@ def test_branch_that_flips_midway_keeps_output_on_other_inputs():
                        (["4000", "0"], ["4000", "4000"], ["100", "7"], ["0", "0"]))
 
 
-EFFECTS = """
-@main(n: int) {
-  size: int = const 4;
-  p: ptr<int> = alloc size;
-  zero: int = const 0;
-  one: int = const 1;
-  store p zero;
-  i: int = const 0;
-.head:
-  c: bool = lt i n;
-  br c .body .done;
-.body:
-  v: int = load p;
-  v: int = add v i;
-  store p v;
-  w: int = load p;
-  big: bool = gt w n;
-  br big .reset .keep;
-.reset:
-  print w;
-  store p zero;
-.keep:
-  i: int = add i one;
-  jmp .head;
-.done:
-  v: int = load p;
-  print v;
-  free p;
-}
-"""
+EFFECTS = program_text("trace/effects")
 
 
 def test_effects_before_guards_are_never_repeated_or_lost():
@@ -404,24 +318,7 @@ def test_effects_before_guards_are_never_repeated_or_lost():
 
 def test_error_inside_traced_loop_is_the_same_error():
     # Divides by (z - i): trained where z is never reached, run where it is.
-    text = """
-@main(n: int, z: int) {
-  i: int = const 0;
-  one: int = const 1;
-  s: int = const 0;
-.head:
-  c: bool = lt i n;
-  br c .body .done;
-.body:
-  k: int = sub z i;
-  q: int = div n k;
-  s: int = add s q;
-  i: int = add i one;
-  jmp .head;
-.done:
-  print s;
-}
-"""
+    text = program_text("trace/divides_by_z_minus_i")
     prog = parse_program(text)
     result = trace_program(prog, ["2000", "-1"])
     assert result.chains
@@ -436,21 +333,15 @@ def test_error_inside_traced_loop_is_the_same_error():
 # --- the command ------------------------------------------------------------------
 
 import json
-import subprocess
-import sys
-
-
-def _brili(args, stdin):
-    return subprocess.run([sys.executable, "-m", "bril.cli.brili", *args], input=stdin,
-                          capture_output=True, text=True, timeout=120)
 
 
 def test_brili_trace_command_keeps_output_and_count(tmp_path):
     prog = json.dumps(_loop_program())
-    plain = _brili(["-p", "3000"], prog)
+    plain = run_brili(["-p", "3000"], prog)
     out_json = tmp_path / "traced.json"
     report = tmp_path / "report.json"
-    traced = _brili(["--trace", str(out_json), "--trace-report", str(report), "-p", "3000"], prog)
+    traced = run_brili(["--trace", str(out_json), "--trace-report", str(report), "-p", "3000"],
+                       prog)
     assert traced.returncode == 0, traced.stderr
     assert traced.stdout == plain.stdout
     assert traced.stderr == plain.stderr            # the same total_dyn_inst line
@@ -462,7 +353,7 @@ def test_brili_trace_command_keeps_output_and_count(tmp_path):
     assert rep["optimized"] and rep["base_count"] < rep["original_count"]
     assert t["func"] == "main" and t["header"] == "body" and t["guards"] >= 1
     assert t["path"][0] == ["main", "body"]
-    again = _brili(["-p", "3000"], json.dumps(result))
+    again = run_brili(["-p", "3000"], json.dumps(result))
     assert again.stdout == plain.stdout
     assert again.stderr == f"total_dyn_inst: {rep['traced_count']}\n"
 
@@ -473,8 +364,8 @@ def test_brili_trace_counts_chooses_for_instructions_alone(tmp_path, monkeypatch
     counts = {}
     for flags in ([], ["--trace-counts"]):
         report = tmp_path / "report.json"
-        done = _brili(["--trace", str(tmp_path / "t.json"), "--trace-report", str(report)]
-                      + flags + ["500"], prog)
+        done = run_brili(["--trace", str(tmp_path / "t.json"), "--trace-report", str(report)]
+                         + flags + ["500"], prog)
         assert done.returncode == 0, done.stderr
         rep = json.loads(report.read_text())
         counts[bool(flags)] = (rep["traces"], rep["traced_count"], rep["base_count"])
@@ -486,18 +377,18 @@ def test_brili_trace_counts_chooses_for_instructions_alone(tmp_path, monkeypatch
 
 def test_brili_trace_no_opt_traces_the_program_as_it_is(tmp_path):
     prog = json.dumps(_loop_program())
-    plain = _brili(["-p", "3000"], prog)
+    plain = run_brili(["-p", "3000"], prog)
     out_json = tmp_path / "traced.json"
     report = tmp_path / "report.json"
-    traced = _brili(["--trace", str(out_json), "--trace-no-opt", "--trace-report", str(report),
-                     "-p", "3000"], prog)
+    traced = run_brili(["--trace", str(out_json), "--trace-no-opt", "--trace-report",
+                        str(report), "-p", "3000"], prog)
     assert traced.returncode == 0, traced.stderr
     assert (traced.stdout, traced.stderr) == (plain.stdout, plain.stderr)
     rep = json.loads(report.read_text())
     assert not rep["optimized"] and rep["base_count"] == rep["original_count"]
     t = rep["traces"][0]
     assert t["header"] == "head" and t["path"][0] == ["main", "head"]
-    again = _brili(["-p", "3000"], out_json.read_text())
+    again = run_brili(["-p", "3000"], out_json.read_text())
     assert again.stdout == plain.stdout
     assert again.stderr == f"total_dyn_inst: {rep['traced_count']}\n"
 
@@ -505,9 +396,7 @@ def test_brili_trace_no_opt_traces_the_program_as_it_is(tmp_path):
 def test_brili_trace_error_run_writes_nothing(tmp_path):
     text = LOOP.replace("r: int = rem2 i two;", "z: int = const 0;\n  r: int = div s z;")
     out_json = tmp_path / "traced.json"
-    proc = subprocess.run([sys.executable, "-m", "bril.cli.brili", "--text", "--trace",
-                           str(out_json), "100"], input=text, capture_output=True, text=True,
-                          timeout=120)
+    proc = run_brili(["--text", "--trace", str(out_json), "100"], text)
     assert proc.returncode == 2
     assert proc.stderr.strip() == "error: division by zero"
     assert not out_json.exists()
@@ -515,45 +404,7 @@ def test_brili_trace_error_run_writes_nothing(tmp_path):
 
 # --- side exits --------------------------------------------------------------------------
 
-BIASED = """
-@main(n: int, pct: int) {
-  one: int = const 1;
-  hundred: int = const 100;
-  a: int = const 1103515245;
-  c: int = const 12345;
-  m: int = const 2147483648;
-  high: int = const 65536;
-  state: int = const 42;
-  usual: int = const 0;
-  acc: int = const 0;
-  i: int = const 0;
-.loop:
-  more: bool = lt i n;
-  br more .body .done;
-.body:
-  state: int = mul state a;
-  state: int = add state c;
-  q: int = div state m;
-  qm: int = mul q m;
-  state: int = sub state qm;
-  r: int = div state high;
-  q: int = div r hundred;
-  qh: int = mul q hundred;
-  r: int = sub r qh;
-  take: bool = lt r pct;
-  br take .usual .rare;
-.usual:
-  usual: int = add usual one;
-  jmp .next;
-.rare:
-  acc: int = add acc r;
-.next:
-  i: int = add i one;
-  jmp .loop;
-.done:
-  print usual acc;
-}
-"""
+BIASED = program_text("trace/biased")
 
 
 def _labels(prog):
@@ -582,41 +433,7 @@ def test_rare_branch_leaves_the_unrolled_trace_through_a_side_exit():
                         ["7", "95"], ["0", "95"], ["100000", "99"]))
 
 
-INVARIANT_BRANCH = """
-@main(n: int, flip: int) {
-  one: int = const 1;
-  five: int = const 5;
-  sa: int = const 0;
-  sb: int = const 0;
-  j: int = const 0;
-.outer:
-  more: bool = lt j n;
-  br more .outer_body .done;
-.outer_body:
-  first: bool = lt j flip;
-  k: int = const 0;
-.inner:
-  go: bool = lt k j;
-  br go .inner_body .outer_next;
-.inner_body:
-  br first .a .b;
-.a:
-  t: int = mul k five;
-  sa: int = add sa t;
-  jmp .inner_next;
-.b:
-  t: int = mul k j;
-  sb: int = add sb t;
-.inner_next:
-  k: int = add k one;
-  jmp .inner;
-.outer_next:
-  j: int = add j one;
-  jmp .outer;
-.done:
-  print sa sb;
-}
-"""
+INVARIANT_BRANCH = program_text("trace/invariant_branch")
 
 
 @pytest.mark.parametrize("program", ["invariant-branch", "nested-varying"])
@@ -636,11 +453,11 @@ def test_side_exit_never_skips_an_earlier_branch(program, tmp_path):
     prog = json.dumps(parse_program(text))
     out_json = tmp_path / "traced.json"
     for flag in ([], ["--trace-no-opt"]):
-        r = _brili(["--trace", str(out_json), *flag, *train], prog)
+        r = run_brili(["--trace", str(out_json), *flag, *train], prog)
         assert r.returncode == 0, r.stderr
         traced = out_json.read_text()
         for args in [train] + others:
-            assert _brili(args, traced).stdout == _brili(args, prog).stdout
+            assert run_brili(args, traced).stdout == run_brili(args, prog).stdout
 
 
 def test_inner_loop_trip_count_is_not_baked_into_the_outer_trace():
@@ -709,33 +526,7 @@ def test_exit_needs_every_earlier_branch_checked():
     assert exits.find(line[2], state) is None
 
 
-DOT = """
-@main(rounds: int, k: int) {
-  one: int = const 1;
-  total: int = const 0;
-  r: int = const 0;
-.outer:
-  more: bool = lt r rounds;
-  br more .outer_body .done;
-.outer_body:
-  acc: int = const 0;
-  t: int = const 0;
-.dot:
-  left: bool = lt t k;
-  br left .dot_body .dot_done;
-.dot_body:
-  x: int = mul t r;
-  acc: int = add acc x;
-  t: int = add t one;
-  jmp .dot;
-.dot_done:
-  total: int = add total acc;
-  r: int = add r one;
-  jmp .outer;
-.done:
-  print total;
-}
-"""
+DOT = program_text("trace/dot")
 
 
 def _recorded(text, args, optimize=True):

@@ -19,50 +19,12 @@ from bril.interpreter import interp
 from bril.interpreter.interp import MISS_LIMIT, compile_program
 from bril.ir.text import parse_program
 
+from corpus import program_text
+
 # @step adds with `add` while its flag is false, with `fadd` once it is true: its
 # `any` parameters hold ints, then floats (a phase change at `split`).  (Its loop,
 # run once, keeps it from being inlined into @main.)
-PHASES = """
-@step(a: any, b: any, fl: any): any {
-  once: bool = const true;
-.l:
-  br fl .f .i;
-.i:
-  r: any = add a b;
-  jmp .next;
-.f:
-  r: any = fadd a b;
-.next:
-  br once .last .l;
-.last:
-  ret r;
-}
-@main(n: int, split: int) {
-  i: int = const 0;
-  one: int = const 1;
-  acc: any = const 0;
-  x: any = const 3;
-  fl: any = const false;
-  half: float = const 0.5;
-  f0: float = const 0.0;
-.loop:
-  more: bool = lt i n;
-  br more .body .done;
-.body:
-  at: bool = eq i split;
-  br at .flip .go;
-.flip:
-  fl: any = const true;
-  acc: any = id f0;
-  x: any = id half;
-.go:
-  acc: any = call @step acc x fl;
-  i: int = add i one;
-  jmp .loop;
-.done:
-  print acc;
-}
-"""
+PHASES = program_text("type_assumptions/phases")
 
 
 def _run(text, args, **options):
