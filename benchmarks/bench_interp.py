@@ -37,7 +37,7 @@ DEFAULT_PROGRAMS = [
     "corpus:float/leibniz.bril",
     "corpus:mem/mat-mul.bril 80 109658",
     "corpus:core/ackermann.bril 3 7",
-    "loops/prime-count.bril",
+    "loops/prime-count.bril 110000",
     "recursion/fib-rec.bril 27",
     "float/nbody.bril 10000",
     "memory/merge-sort.bril 30000 7",

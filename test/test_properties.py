@@ -23,7 +23,6 @@ a minute and a half in all) or "long" (25 times more, random, failures saved
 in .hypothesis/).
 """
 
-import copy
 import io
 import json
 import os
@@ -173,6 +172,21 @@ TRANSFORMATIONS = _transformations()
 
 # --- the checks shared by the properties and the regression files -------------------
 
+_SIMPLE = {}
+
+
+def simple_run(prog, argv):
+    """`simple_interp.run`, once per program and arguments: the checks ask for the
+    same runs again (a traced program on its training input, `-O`'s output)."""
+    key = (json.dumps(prog), tuple(argv))
+    got = _SIMPLE.get(key)
+    if got is None:
+        if len(_SIMPLE) > 4096:
+            _SIMPLE.clear()
+        got = _SIMPLE[key] = simple_interp.run(prog, argv)
+    return got
+
+
 def note(text):
     """Hypothesis' note inside a property; nothing in a plain test (pytest shows the assert)."""
     try:
@@ -219,9 +233,9 @@ def check_round_trip(prog):
 
 
 def check_engine(engine, prog, argv, expected):
-    pristine = copy.deepcopy(prog)
+    pristine = json.dumps(prog)     # (the exact JSON: float bits, int vs float vs bool)
     got = ENGINES[engine](prog, argv)
-    assert json_difference(prog, pristine) is None, f"{engine} modified its input program"
+    assert json.dumps(prog) == pristine, f"{engine} modified its input program"
     assert got.stdout == expected.stdout, engine
     assert got.error == expected.error, engine
     assert got.count == expected.count, engine
@@ -248,13 +262,13 @@ def check_transformation(name, prog, argv, expected, transform=None, checked=Non
     generated programs lack: shadow variables, undef, threaded jumps).  `checked`:
     the programs (JSON text) the engines already ran on these arguments -- many
     passes give the same program -- updated."""
-    pristine = copy.deepcopy(prog)
+    pristine = json.dumps(prog)
     new = (transform or TRANSFORMATIONS[name])(prog)
-    assert json_difference(prog, pristine) is None, f"{name} modified its input program"
+    assert json.dumps(prog) == pristine, f"{name} modified its input program"
     check_program(new)
     check_portable(new, prog, name)
     note(f"after {name}:\n" + format_program(new))
-    got = simple_interp.run(new, argv)
+    got = simple_run(new, argv)
     assert got.stdout == expected.stdout, name
     assert got.error == expected.error, name
     text = json.dumps(new, sort_keys=True)
@@ -305,7 +319,7 @@ def test_engines_agree_with_simple_interpreter(case):
     toward zero (see strategies.py)."""
     show(case.prog, case.argv)
     check_round_trip(case.prog)
-    expected = simple_interp.run(case.prog, case.argv)
+    expected = simple_run(case.prog, case.argv)
     note(f"expected: {expected}")
     for engine in ENGINES:
         check_engine(engine, case.prog, case.argv, expected)
@@ -321,12 +335,12 @@ def test_transformations_preserve_behaviour(case):
     shapes, copies, folded constants)."""
     show(case.prog, case.argv)
     check_round_trip(case.prog)
-    expected = simple_interp.run(case.prog, case.argv)
+    expected = simple_run(case.prog, case.argv)
     checked = set()
     for name in TRANSFORMATIONS:
         new = check_transformation(name, case.prog, case.argv, expected, checked=checked)
         if name == "-O":
-            check_facts_hold(new, case.argv, simple_interp.run(new, case.argv))
+            check_facts_hold(new, case.argv, simple_run(new, case.argv))
 
 
 @examples(60)
@@ -338,7 +352,7 @@ def test_pass_pipelines_preserve_behaviour(case, data):
     show(case.prog, case.argv)
     check_round_trip(case.prog)
     check_transformation(" ".join(names), case.prog, case.argv,
-                         simple_interp.run(case.prog, case.argv),
+                         simple_run(case.prog, case.argv),
                          transform=lambda p: _registry().run_pipeline(p, names))
 
 
@@ -356,14 +370,14 @@ def test_traces_on_one_input_run_on_another(case):
         traced = check_trace(tracer, case.prog, case.argv, case.alt_argv)
         if traced is not None:
             for argv in (case.argv, case.alt_argv):
-                check_facts_hold(traced, argv, simple_interp.run(traced, argv))
+                check_facts_hold(traced, argv, simple_run(traced, argv))
 
 
 def check_trace(tracer, prog, argv, other_argv):
-    expected = simple_interp.run(prog, argv)
-    pristine = copy.deepcopy(prog)
+    expected = simple_run(prog, argv)
+    pristine = json.dumps(prog)
     training, traced = TRACE_ENGINES[tracer](prog, argv)
-    assert json_difference(prog, pristine) is None, f"{tracer} modified its input program"
+    assert json.dumps(prog) == pristine, f"{tracer} modified its input program"
     assert training == expected, "the training run differs from a plain run"
     if traced is None:
         return None
@@ -371,13 +385,13 @@ def check_trace(tracer, prog, argv, other_argv):
     check_portable(traced, prog, tracer)
     note("traced:\n" + format_program(traced))
     for run_argv in (argv, other_argv):
-        original = simple_interp.run(prog, run_argv)
-        got = simple_interp.run(traced, run_argv)
+        original = simple_run(prog, run_argv)
+        got = simple_run(traced, run_argv)
         assert got.stdout == original.stdout, f"traced program, argv {run_argv!r}"
         assert got.error == original.error, f"traced program, argv {run_argv!r}"
         for engine in ENGINES:
             check_engine(engine, traced, run_argv, got)
-    again = simple_interp.run(traced, argv)
+    again = simple_run(traced, argv)
     assert again.count is None or again.count <= expected.count, \
         "the traced program runs more instructions on its training input"
     return traced
@@ -421,7 +435,7 @@ def load_regression(path):
 def test_regression(path):
     prog, argv = load_regression(path)
     check_round_trip(prog)
-    expected = simple_interp.run(prog, argv)
+    expected = simple_run(prog, argv)
     for engine in ENGINES:
         check_engine(engine, prog, argv, expected)
     checked = set()

@@ -105,11 +105,12 @@ CALLS_FOR_WHOLE = 8
 
 
 class _ShortSwitches:
-    """While the sampler's thread compiles: the interpreter hands the GIL over
-    every SAMPLER_SWITCH seconds instead of every 5 ms.  Compiling drops the GIL
-    at each of its thousands of calls into LLVM and waits a whole switch interval
-    to get it back: primes-between's region took 1.58 s on the clock for 0.10 s
-    of the thread's own time."""
+    """While the sampler's thread compiles, asks the compile server or loads what it
+    built: the interpreter hands the GIL over every SAMPLER_SWITCH seconds instead
+    of every 5 ms.  The thread drops the GIL at each call into LLVM, each file it
+    reads and each import, and waits a whole switch interval to get it back:
+    primes-between's region took 1.58 s on the clock for 0.10 s of the thread's
+    own time, and asking the server for a loop 0.2 s for 10 ms."""
 
     def __enter__(self):
         import sys
@@ -254,6 +255,7 @@ class Jit:
         self.asking = {}                # what -> its _Ask (what: (index, header) or index)
         self.waiting = {}               # what -> unit keys another process is building
         self.start_time = time.perf_counter()
+        self.run_seconds = None         # (the run's length, once it is over)
 
     # --- set-up ------------------------------------------------------------------------
 
@@ -401,6 +403,7 @@ class Jit:
     def finish(self):
         """After the run: the sampler stops, nothing is left in the runtime's
         buffers, what was learned goes into the profile."""
+        self.run_seconds = time.perf_counter() - self.start_time
         # (under the lock: a sampler asking for a unit right now has its server
         # started before this, so the server is told the run is over -- else a
         # BRIL_JIT_PRECOMPILE=wait run waited for a server nobody would finish)
@@ -428,7 +431,8 @@ class Jit:
             first = 1
             if self.asked or self.waiting:
                 try:
-                    self._land()
+                    with _ShortSwitches():
+                        self._land()
                 except Exception:   # (a unit that cannot be used is interpreted)
                     pass
             # A look is charged the time since the last one, not one interval:
@@ -516,7 +520,8 @@ class Jit:
 
     def _compile_in_sampler(self, index, header):
         if self._with_server():
-            self._ask_region(index, header)
+            with _ShortSwitches():
+                self._ask_region(index, header)
             return
         with self.lock, _ShortSwitches():
             if self.regions.get((index, header), False) is not False:
@@ -529,7 +534,8 @@ class Jit:
 
     def _compile_call_in_sampler(self, index):
         if self._with_server():
-            self._ask_call(index)
+            with _ShortSwitches():
+                self._ask_call(index)
             return
         with self.lock, _ShortSwitches():
             if index in self.calls:
@@ -1179,6 +1185,7 @@ class Jit:
         out = {"setup_seconds": round(self.setup_seconds, 4), "refused": self.refused,
                "cache_hits": self.cache_hits, "regions": [], "functions": [],
                "instructions": self._run_instructions(),
+               "run_seconds": None if self.run_seconds is None else round(self.run_seconds, 4),
                "server": self.server is not None and self.server.used}
         reported = {(r.index, r.header) for r in self.all_regions}
         for (index, header), region in sorted(self.regions.items()):
@@ -1281,6 +1288,7 @@ def _when(unit, total):
 def report_text(report):
     total = report.get("instructions")
     lines = [f"jit: set-up {report['setup_seconds']:.3f} s"
+             + (f"; run {report['run_seconds']:.3f} s" if report.get("run_seconds") else "")
              + (f"; program interpreted: {report['refused']}" if report["refused"] else "")
              + ("; compiling in a compile server" if report.get("server") else "")
              + (f"; {report['note']}" if report.get("note") else "")]
