@@ -61,10 +61,22 @@ def turnt_run(args, env=None, **kwargs):
                           capture_output=True, text=True, **kwargs)
 
 
+TWINS = BENCHMARKS / "dynamic" / "typed"
+
+
+def our_programs():
+    """Our benchmark programs but the typed twins of the dynamic family
+    (benchmarks/dynamic/typed).  The twins are bench_dynamic's baselines, typed
+    programs like the others: their snapshots are checked in every engine
+    (test_benchmarks_snapshots) and against their dynamic forms, and the tests that
+    run each program in many configurations leave them out."""
+    return [p for p in bril_files(root=BENCHMARKS) if TWINS not in p.parents]
+
+
 def benchmark_cases():
     """pytest params of every benchmark program: the corpus's, then ours
-    (ids "core/x", "ours/loops/y")."""
+    (`our_programs`; ids "core/x", "ours/loops/y")."""
     import pytest
     return ([pytest.param(p, id=case_id(p)) for p in bril_files("benchmarks")]
             + [pytest.param(p, id="ours/" + case_id(p, BENCHMARKS))
-               for p in bril_files(root=BENCHMARKS)])
+               for p in our_programs()])

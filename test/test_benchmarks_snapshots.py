@@ -1,15 +1,15 @@
 """Our own benchmark programs (benchmarks/*/*.bril) and their snapshots.
 
 - The real `turnt` command runs every env of turnt.toml that applies to our
-  programs: `brili` (stdout against X.out, the `total_dyn_inst` line against
-  X.prof; a program that errors, e.g. leaks memory, exits 2 and fails too),
-  `opt` (after `bril-opt -O`: X.out and X.opt.prof), `trace` (the program
-  `brili --trace` writes: X.out and X.trace.prof), `aot` (a `brilc`
-  executable: X.out and X.prof), `jit` (`--jit --hot 5`) and `jit-tiered` (`--jit`
-  as users run it), each twice on one fresh code cache, cold then warm, and `text`
-  (text -> JSON -> text round trip)
-  over one program per folder: test_text.py already round-trips all of them
-  in process, so here it only checks that the env works on our files.
+  programs: `brili` (the tiered engine, as users run it: stdout against X.out,
+  the `total_dyn_inst` line against X.prof; a program that errors, e.g. leaks
+  memory, exits 2 and fails too), `opt` (after `bril-opt -O`: X.out and
+  X.opt.prof), `trace` (the program `brili --trace` writes: X.out and
+  X.trace.prof), `aot` (a `brilc` executable: X.out and X.prof), `jit` (`--jit
+  --hot 5`) -- `brili` and `jit` each twice on one fresh code cache, cold then
+  warm -- and `text` (text -> JSON -> text round trip) over one program per
+  folder: test_text.py already round-trips all of them in process, so here it
+  only checks that the env works on our files.
 - Every program carries the metadata later tools rely on: an ARGS line, an
   ALT-ARGS line after it, and both snapshot files in the corpus layout.
 - The ALT-ARGS inputs (no snapshots: they exist to test traces on inputs they
@@ -31,9 +31,9 @@ from corpus import BENCHMARKS, CONFORMANCE, ROOT, bril_files, turnt_run
 PROGRAMS = bril_files(root=BENCHMARKS)
 ONE_PER_FOLDER = sorted({p.parent: p for p in PROGRAMS}.values())
 TURNT_RUNS = {"brili": PROGRAMS, "text": ONE_PER_FOLDER, "opt": PROGRAMS, "trace": PROGRAMS,
-              "aot": PROGRAMS, "jit": PROGRAMS, "jit-tiered": PROGRAMS}
+              "aot": PROGRAMS, "jit": PROGRAMS}
 # Envs run twice on one fresh code cache: cold, then warm (code from the cache).
-COLD_AND_WARM = {"jit", "jit-tiered"}
+COLD_AND_WARM = {"brili", "jit"}
 
 
 def _id(path):

@@ -24,7 +24,8 @@ from bril.ir.errors import BrilError
 from bril.backend.jit import Jit
 from bril.ir.text import parse_program
 
-from corpus import BENCHMARKS, args_of, benchmark_cases, bril_files, case_id, program_text
+from corpus import (BENCHMARKS, args_of, benchmark_cases, bril_files, case_id, our_programs,
+                    program_text)
 from dynamic_programs import DYNAMIC_LOOP, DYNAMIC_LOOP_ERRORS, DYNAMIC_MODES, DYNAMIC_UNITS
 from helpers import bril_json, run_brili, run_outcome
 
@@ -62,7 +63,7 @@ def test_benchmark_matches_snapshots(path):
     assert f"total_dyn_inst: {count}" == prof.strip()
 
 
-@pytest.mark.parametrize("path", [p for p in bril_files(root=BENCHMARKS)
+@pytest.mark.parametrize("path", [p for p in our_programs()
                                   if _ALT_RE.search(p.read_text())],
                          ids=lambda p: case_id(p, BENCHMARKS))
 def test_benchmark_on_its_other_input(path):

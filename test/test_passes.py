@@ -31,9 +31,10 @@ from bril.ir.program import check_program
 from bril.ir.text import parse_program
 from bril.passes import registry
 from bril.passes.ssa import from_ssa, maybe_unassigned_variables, to_ssa
-from corpus import BENCHMARKS, CONFORMANCE, ROOT, args_of, bril_files, case_id, turnt_run
+from corpus import (BENCHMARKS, CONFORMANCE, ROOT, args_of, bril_files, case_id, our_programs,
+                    turnt_run)
 
-PROGRAMS = (bril_files("benchmarks") + bril_files(root=BENCHMARKS)
+PROGRAMS = (bril_files("benchmarks") + our_programs()
             + bril_files("test", "interp") + bril_files("test", "interp-error"))
 
 PIPELINES = {name: [name] for name in registry.PASSES}

@@ -11,14 +11,14 @@ deep recursion while functions get promoted.
 
 import pytest
 
-from corpus import BENCHMARKS, args_of, bril_files, case_id, program_text
+from corpus import BENCHMARKS, args_of, bril_files, case_id, our_programs, program_text
 from helpers import run_outcome
 from bril.interpreter.interp import CompiledProgram
 from bril.ir.text import parse_program
 
 PROGRAMS = (bril_files("test", "interp") + bril_files("test", "interp-error")
             + bril_files("benchmarks"))
-OURS = bril_files(root=BENCHMARKS)
+OURS = our_programs()
 
 # tier options -> what they exercise
 MODES = {

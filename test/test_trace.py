@@ -17,12 +17,12 @@ from bril.ir.tracelabels import MARK
 from bril.tracing.tracer import trace_program
 
 from corpus import (BENCHMARKS, CONFORMANCE, alt_args_of, args_of, bril_files, case_id,
-                    program_text)
+                    our_programs, program_text)
 from helpers import run_brili
 
 CASES = ([pytest.param(p, CONFORMANCE, id=case_id(p)) for p in bril_files("benchmarks")]
          + [pytest.param(p, BENCHMARKS, id="ours/" + case_id(p, BENCHMARKS))
-            for p in bril_files(root=BENCHMARKS)])
+            for p in our_programs()])
 
 
 def load(path):
