@@ -149,14 +149,35 @@ class Signature:
     sizes: dict = field(default_factory=dict)   # pointer parameter -> cells it may use
 
 
-_ANY_FLOAT = st.floats(allow_nan=False, allow_infinity=False)
+# Strategies are built once and drawn unwrapped: a generated program takes about
+# a thousand draws, and building `st.integers(a, b)` again for each (a cache
+# lookup, then unwrapping the lazy strategy) cost as much as the draws themselves.
+# The same kinds of choice (hypothesis labels them by strategy: the examples drawn differ).
+def _unwrapped(strategy):
+    return getattr(strategy, "wrapped_strategy", strategy)
+
+
+_INTS = {}
+
+
+def ints(lo, hi):
+    """st.integers(lo, hi), built once."""
+    strategy = _INTS.get((lo, hi))
+    if strategy is None:
+        strategy = _INTS[lo, hi] = _unwrapped(st.integers(lo, hi))
+    return strategy
+
+
+BOOLS = _unwrapped(st.booleans())
+
+_ANY_FLOAT = _unwrapped(st.floats(allow_nan=False, allow_infinity=False))
 _ANY_CHAR = st.characters(exclude_categories=("Cs",))
 
 
 def _pick(draw, seq):
     """One element of seq (shrinks toward the first); cheaper than sampled_from,
     whose strategy object would be rebuilt on every call."""
-    return seq[draw(st.integers(0, len(seq) - 1))]
+    return seq[draw(ints(0, len(seq) - 1))]
 
 
 class _FunctionGen:
@@ -211,7 +232,7 @@ class _FunctionGen:
         a taken name that differs only in '.', '%' or '_' (a sloppy mangling of
         names into another language makes the two collide)."""
         d = self.draw
-        pick = d(st.integers(0, 9))
+        pick = d(ints(0, 9))
         if pick == 9:
             free = [n for n in HOSTILE_NAMES if n not in taken]
             if free:
@@ -264,17 +285,17 @@ class _FunctionGen:
     def literal(self, typ):
         """A constant: mostly an edge value, sometimes any value of the type."""
         d = self.draw
-        edge = d(st.integers(0, 2)) < 2
+        edge = d(ints(0, 2)) < 2
         if typ == "int":
             if edge:
-                v = self.pick(INT_EDGES) if d(st.booleans()) else d(st.integers(-20, 20))
+                v = self.pick(INT_EDGES) if d(BOOLS) else d(ints(-20, 20))
             else:
-                v = d(st.integers(INT_MIN, INT_MAX))
+                v = d(ints(INT_MIN, INT_MAX))
             if not self.lim.wide_ints and abs(v) > WIDE:
                 v = v % 1000
             return v
         if typ == "bool":
-            return d(st.booleans())
+            return d(BOOLS)
         if typ == "float":
             return self.pick(FLOAT_EDGES) if edge else d(_ANY_FLOAT)
         return self.pick(CHAR_EDGES) if edge else d(_ANY_CHAR)
@@ -284,19 +305,19 @@ class _FunctionGen:
 
     def operand(self, typ):
         """A defined variable of `typ`, or a new constant."""
-        if self.lim.maybe_undefined and self.draw(st.integers(0, 79)) == 79:
+        if self.lim.maybe_undefined and self.draw(ints(0, 79)) == 79:
             maybe = sorted(v for v, t in self.types.items() if t == typ and v not in self.defined)
             if maybe:
                 return self.pick(maybe)
         pool = self.vars_of(typ)
-        if pool and self.draw(st.integers(0, 3)) > 0:
+        if pool and self.draw(ints(0, 3)) > 0:
             return self.pick(pool)
         return self.const(typ, self.literal(typ))
 
     def target(self, typ):
         """Where to put a new value: a fresh variable or a writable one of `typ`."""
         pool = [v for v in self.vars_of(typ) if v not in self.readonly]
-        if pool and self.draw(st.booleans()):
+        if pool and self.draw(BOOLS):
             return self.pick(pool)
         return self.fresh_var(typ)
 
@@ -330,14 +351,14 @@ class _FunctionGen:
             self.op(dest, typ, o, [self.operand("int"), self.operand("int")])
         elif kind == "div":
             a = self.operand("int")
-            if self.lim.errors and d(st.integers(0, 11)) == 11:
+            if self.lim.errors and d(ints(0, 11)) == 11:
                 # An intended, rare error: a divisor that may be zero, often one
                 # that becomes zero at some loop iteration (output before it counts).
-                if self.counters and d(st.booleans()):
+                if self.counters and d(BOOLS):
                     i = self.pick(sorted(self.counters))
                     lo, hi = self.counters[i]
                     b = self.fresh_var("int")
-                    self.op(b, "int", "sub", [i, self.const("int", d(st.integers(lo, hi)))])
+                    self.op(b, "int", "sub", [i, self.const("int", d(ints(lo, hi)))])
                 else:
                     b = self.operand("int")
             else:
@@ -367,11 +388,11 @@ class _FunctionGen:
         elif kind == "bits2float":
             self.op(dest, typ, "bits2float", [self.operand("int")])
         elif kind == "int2char":
-            if self.lim.errors and d(st.integers(0, 15)) == 15:
+            if self.lim.errors and d(ints(0, 15)) == 15:
                 # A computed code point: may land on a surrogate or past 0x10FFFF.
                 code = self.fresh_var("int")
                 self.op(code, "int", "add", [self.operand("int"),
-                                             self.const("int", d(st.integers(-3, 3)))])
+                                             self.const("int", d(ints(-3, 3)))])
             else:
                 code = self.const("int", self.pick(CODE_POINTS))
             self.op(dest, typ, "int2char", [code])
@@ -390,9 +411,9 @@ class _FunctionGen:
         if kind == "counter":
             i = self.pick(sorted(self.counters))
             lo, hi = self.counters[i]
-            k = self.const("int", d(st.integers(lo, hi + 1)))
+            k = self.const("int", d(ints(lo, hi + 1)))
             o = self.pick(["lt", "le", "gt", "ge", "eq"])
-            args = [i, k] if d(st.booleans()) else [k, i]
+            args = [i, k] if d(BOOLS) else [k, i]
             self.op(c, "bool", o, args)
         else:
             self.value("bool", c)
@@ -403,7 +424,7 @@ class _FunctionGen:
     def block(self, max_stmts=None, min_stmts=0):
         """Generate a block; return True if control falls through its end."""
         top = max_stmts if max_stmts is not None else self.lim.max_stmts
-        n = self.draw(st.integers(min_stmts, top))
+        n = self.draw(ints(min_stmts, top))
         for _ in range(n):
             if not self.statement():
                 self.maybe_dead_code()
@@ -412,7 +433,7 @@ class _FunctionGen:
 
     def maybe_dead_code(self):
         """Occasionally leave unreachable instructions after a jump (passes must cope)."""
-        if self.draw(st.integers(0, 7)) == 7:
+        if self.draw(ints(0, 7)) == 7:
             self.op(None, None, "print", [self.operand("int")])
 
     def statement(self):
@@ -421,9 +442,9 @@ class _FunctionGen:
         can_nest = self.nesting < self.lim.max_nesting and self.cost < self.lim.budget
         if can_nest:
             kinds += ["if", "loop", "loop", "sign_test", "sign_test"]
-            if d(st.integers(0, 2)) == 2:
+            if d(ints(0, 2)) == 2:
                 kinds.append("divide_loop")
-            if d(st.integers(0, 2)) == 2:
+            if d(ints(0, 2)) == 2:
                 kinds.append("two_entry_loop")
             if self.lim.speculation and (self.in_spec == 0 or self.lim.nested_speculation):
                 kinds.append("spec")
@@ -434,15 +455,15 @@ class _FunctionGen:
         if not self.in_spec and self.callable():
             kinds += ["call", "call"]
         # Rare exits, so that most code after them still runs.
-        if self.loops and d(st.integers(0, 3)) == 3:
+        if self.loops and d(ints(0, 3)) == 3:
             kinds += ["break", "continue"]
-        if self.may_return() and d(st.integers(0, 5)) == 5:
+        if self.may_return() and d(ints(0, 5)) == 5:
             kinds.append("ret")
-        if d(st.integers(0, 20)) == 20:
+        if d(ints(0, 20)) == 20:
             kinds += ["nop", "labels"]
-        if self.lim.ssa2 and d(st.integers(0, 11)) == 11:     # rare: keeps runs short
+        if self.lim.ssa2 and d(ints(0, 11)) == 11:     # rare: keeps runs short
             kinds.append("shadow")
-        if self.lim.dynamic and d(st.integers(0, 7)) == 7:
+        if self.lim.dynamic and d(ints(0, 7)) == 7:
             kinds.append("dynamic")
         kind = self.pick(kinds)
         return getattr(self, "stmt_" + kind)()
@@ -464,12 +485,12 @@ class _FunctionGen:
         first = self.operand(typ)
         s = self.fresh_var(typ)                 # the variable and its shadow
         self.op(None, None, "set", [s, first])
-        if self.draw(st.booleans()):
+        if self.draw(BOOLS):
             c = self.condition()
             then_l, end_l = self.fresh_label(), self.fresh_label()
             self.op(None, None, "br", [c], labels=[then_l, end_l])
             self.label(then_l)
-            if self.lim.maybe_undefined and self.draw(st.integers(0, 2)) == 2:
+            if self.lim.maybe_undefined and self.draw(ints(0, 2)) == 2:
                 u = self.fresh_var(typ)
                 self.op(u, typ, "undef")
                 self.defined.discard(u)         # holds no value a use may take
@@ -489,7 +510,7 @@ class _FunctionGen:
         typ = self.pick(self.enabled_types())
         a = self.fresh_var("any")
         self.op(a, "any", "id", [self.operand(typ)])
-        how = self.draw(st.integers(0, 3))
+        how = self.draw(ints(0, 3))
         if how == 0:
             self.op(None, None, "print", [a, self.operand(typ)])
         elif how == 3:
@@ -497,7 +518,7 @@ class _FunctionGen:
                                  "float": ("fmul", "float", "float"),
                                  "char": ("char2int", "int", None)}[typ]
             args = [a] + ([self.operand(other)] if other else [])
-            if other and self.draw(st.booleans()):
+            if other and self.draw(BOOLS):
                 args.reverse()
             self.op(self.target(result), result, op, args)
         elif how == 1 and self.lim.memory:
@@ -516,7 +537,7 @@ class _FunctionGen:
         return True
 
     def stmt_print(self):
-        n = self.draw(st.integers(0, 3))
+        n = self.draw(ints(0, 3))
         args = [self.operand(self.pick(self.enabled_types())) for _ in range(n)]
         self.op(None, None, "print", args)
         return True
@@ -531,7 +552,7 @@ class _FunctionGen:
     def stmt_if(self):
         c = self.condition()
         then_l, else_l, end_l = self.fresh_label(), self.fresh_label(), self.fresh_label()
-        has_else = self.draw(st.booleans())
+        has_else = self.draw(BOOLS)
         self.op(None, None, "br", [c], labels=[then_l, else_l if has_else else end_l])
         before = set(self.defined)
         self.label(then_l)
@@ -569,7 +590,7 @@ class _FunctionGen:
         constants (a negative one) chosen by a branch, or any int operand."""
         d = self.draw
         args = [n for n, t in self.sig.params if t == "int" and n in self.defined]
-        pick = d(st.integers(0, 3))
+        pick = d(ints(0, 3))
         if args and pick < 2:
             return self.pick(args)
         if pick == 3:
@@ -579,7 +600,7 @@ class _FunctionGen:
         left, right, join = self.fresh_label(), self.fresh_label(), self.fresh_label()
         self.op(None, None, "br", [c], labels=[left, right])
         values = [self.narrow(self.pick(NEGATIVE_INTS)), self.narrow(self.pick(SIGN_CONSTANTS))]
-        if d(st.booleans()):
+        if d(BOOLS):
             values.reverse()
         self.label(left)
         self.const("int", values[0], x)
@@ -596,7 +617,7 @@ class _FunctionGen:
         is the interval x lies in when c is `holds`, or None if not an interval."""
         d = self.draw
         o = self.pick(["eq", "lt", "gt", "le", "ge"])
-        kind = d(st.integers(0, 7))
+        kind = d(ints(0, 7))
         kval = None
         if kind < 5:
             kval = self.narrow(self.pick(SIGN_CONSTANTS))
@@ -605,16 +626,16 @@ class _FunctionGen:
             k = self.operand("int")
         else:
             k = x
-        left = d(st.booleans())
+        left = d(BOOLS)
         c = self.fresh_var("bool")
         self.op(c, "bool", o, [x, k] if left else [k, x])
         rel = o if left else _SWAPPED[o]            # the test is `x rel k`
-        negated = d(st.integers(0, 2)) == 2
+        negated = d(ints(0, 2)) == 2
         if negated:
             nc = self.fresh_var("bool")
             self.op(nc, "bool", "not", [c])
             c = nc
-        if d(st.integers(0, 4)) == 4:
+        if d(ints(0, 4)) == 4:
             cc = self.fresh_var("bool")
             self.op(cc, "bool", "id", [c])
             c = cc
@@ -631,13 +652,13 @@ class _FunctionGen:
         """A `div` of x: by a constant of either sign, rarely by any int variable
         (an intended, rare division by zero); the quotient sometimes printed."""
         d = self.draw
-        if self.lim.errors and d(st.integers(0, 19)) == 19:
+        if self.lim.errors and d(ints(0, 19)) == 19:
             k = self.operand("int")
         else:
             k = self.const("int", self.narrow(self.pick(SIGN_DIVISORS)))
         q = self.target("int")
         self.op(q, "int", "div", [x, k])
-        if d(st.integers(0, 3)) > 0:
+        if d(ints(0, 3)) > 0:
             self.op(None, None, "print", [q])
 
     def sign_arm(self, x, interval):
@@ -647,9 +668,9 @@ class _FunctionGen:
         if control falls through its end."""
         d = self.draw
         start = len(self.instrs)
-        if d(st.booleans()):
+        if d(BOOLS):
             self.const("int", self.literal("int"))      # a variable of this side only
-        for _ in range(d(st.integers(0, 2))):
+        for _ in range(d(ints(0, 2))):
             kind = self.pick(["define", "divide", "by_x", "block"])
             if kind == "define":
                 self.const("int", self.literal("int"))
@@ -661,7 +682,7 @@ class _FunctionGen:
                     continue
                 q = self.target("int")
                 self.op(q, "int", "div", [self.operand("int"), x])
-                if d(st.booleans()):
+                if d(BOOLS):
                     self.op(None, None, "print", [q])
             elif not self.block(2):
                 return False
@@ -698,7 +719,7 @@ class _FunctionGen:
         rounds (k may be 1 or -1, x positive)."""
         d = self.draw
         room = max(1, self.lim.max_iterations // self.mult)
-        rounds = d(st.integers(0, min(12, room)))
+        rounds = d(ints(0, min(12, room)))
         x = self.dividend()
         w = self.fresh_var("int")
         self.op(w, "int", "id", [x])
@@ -720,7 +741,7 @@ class _FunctionGen:
             ("ge", [w, zero], False), ("le", [zero, w], False)])    # until w >= 0
         c = self.fresh_var("bool")
         self.op(c, "bool", o, args)
-        if d(st.integers(0, 3)) == 3:
+        if d(ints(0, 3)) == 3:
             nc = self.fresh_var("bool")
             self.op(nc, "bool", "not", [c])
             c, go_on = nc, not go_on
@@ -732,7 +753,7 @@ class _FunctionGen:
         self.label(inner)
         self.loops.append((latch, done))
         self.counters[n] = (0, max(rounds - 1, 0))
-        falls = self.nested(self.block) if d(st.booleans()) else True
+        falls = self.nested(self.block) if d(BOOLS) else True
         if falls:
             self.op(None, None, "jmp", labels=[latch])
         del self.counters[n]
@@ -745,14 +766,14 @@ class _FunctionGen:
         self.mult = saved_mult
         self.label(done)
         self.defined = before
-        if d(st.integers(0, 3)) > 0:
+        if d(ints(0, 3)) > 0:
             self.op(None, None, "print", [w, n])
         return True
 
     def stmt_loop(self):
         d = self.draw
         room = max(1, self.lim.max_iterations // self.mult)
-        trip = d(st.integers(0, min(self.lim.max_trip, room)))
+        trip = d(ints(0, min(self.lim.max_trip, room)))
         # "input": also stop once i reaches some int variable (often an argument
         # of @main), so the trip count depends on the input, up to `trip`.
         style = self.pick(["while", "do", "down", "input"])
@@ -812,7 +833,7 @@ class _FunctionGen:
     def input_limit(self):
         """An int variable whose value likely comes from the input."""
         args = [n for n, t in self.sig.params if t == "int" and n in self.defined]
-        if args and self.draw(st.booleans()):
+        if args and self.draw(BOOLS):
             return self.pick(args)
         return self.operand("int")
 
@@ -821,7 +842,7 @@ class _FunctionGen:
         either one; every pass through a block advances the shared counter."""
         d = self.draw
         room = max(1, self.lim.max_iterations // self.mult)
-        trip = d(st.integers(0, min(self.lim.max_trip, room)))
+        trip = d(ints(0, min(self.lim.max_trip, room)))
         a, b, done = self.fresh_label(), self.fresh_label(), self.fresh_label()
         c = self.condition()
         i = self.fresh_var("int")
@@ -883,7 +904,7 @@ class _FunctionGen:
         self.in_spec += 1
         self.loops = []                     # no break/continue out of the region
         self.nested(lambda: self.block(3))
-        for _ in range(d(st.integers(0, 2))):
+        for _ in range(d(ints(0, 2))):
             c = self.condition()
             self.op(None, None, "guard", [c], labels=[fail])
             self.nested(lambda: self.block(2))
@@ -906,7 +927,7 @@ class _FunctionGen:
         """alloc; initialise every cell; body (loads/stores in bounds); free."""
         d = self.draw
         elem = self.pick(self.enabled_types())
-        size = d(st.integers(1, 4))
+        size = d(ints(1, 4))
         ptype = {"ptr": elem}
         n = self.const("int", size)
         p = self.fresh_var(ptype)
@@ -922,7 +943,7 @@ class _FunctionGen:
         self.owned -= 1
         self.regions = self.regions[:-1]
         self.loops = saved_loops
-        if d(st.booleans()):
+        if d(BOOLS):
             self.op(None, None, "free", [p])
         else:
             q = self.fresh_var(ptype)
@@ -936,12 +957,12 @@ class _FunctionGen:
         d = self.draw
         ptype = {"ptr": elem}
         counters = [i for i, (lo, hi) in sorted(self.counters.items()) if lo >= 0 and hi < size]
-        if counters and d(st.booleans()):
+        if counters and d(BOOLS):
             off = self.pick(counters)
         else:
-            k = d(st.integers(0, size - 1))
-            if d(st.booleans()):
-                j = d(st.integers(-3, 3))
+            k = d(ints(0, size - 1))
+            if d(BOOLS):
+                j = d(ints(-3, 3))
                 mid = self.fresh_var(ptype)
                 self.op(mid, ptype, "ptradd", [p, self.const("int", k + j)])
                 p, k = mid, -j
@@ -991,7 +1012,7 @@ class _FunctionGen:
                 # leaves the callee its cells.
                 need = callee.sizes[pname]
                 p, elem, size = self.pick(self.memory_for(ptype["ptr"], need))
-                shift = self.draw(st.integers(0, size - need))
+                shift = self.draw(ints(0, size - need))
                 if shift:
                     arg = self.fresh_var(ptype)
                     self.op(arg, ptype, "ptradd", [p, self.const("int", shift)])
@@ -1003,7 +1024,7 @@ class _FunctionGen:
                     arg = self.fresh_var("int")
                     self.op(arg, "int", "sub", ["depth", self.const("int", 1)])
                 else:
-                    arg = self.const("int", d(st.integers(-1, self.lim.max_recursion)))
+                    arg = self.const("int", d(ints(-1, self.lim.max_recursion)))
             else:
                 arg = self.operand(ptype)
             args.append(arg)
@@ -1042,7 +1063,7 @@ class _FunctionGen:
             self.label(rec)
         # Hypothesis often draws the simplest choice; a floor keeps @main busy.
         floor = 3 if self.is_main else 1
-        if self.block(self.lim.max_stmts + 3, floor) and (self.sig.ret is not None or self.draw(st.booleans())):
+        if self.block(self.lim.max_stmts + 3, floor) and (self.sig.ret is not None or self.draw(BOOLS)):
             self.stmt_ret()
         func = {"name": self.sig.name, "instrs": self.instrs}
         if self.sig.params:
@@ -1062,21 +1083,21 @@ def _activation_cost(cost, sig, limits):
 
 def _main_argument(draw, typ, limits):
     if typ == "int":
-        kind = draw(st.integers(0, 3))       # small values decide input-bounded loops
+        kind = draw(ints(0, 3))       # small values decide input-bounded loops
         if kind == 0:
-            v = draw(st.integers(0, 6))
+            v = draw(ints(0, 6))
         elif kind == 3:                      # negative values reach sign tests and div
-            v = _pick(draw, NEGATIVE_INTS) if draw(st.booleans()) \
-                else draw(st.integers(-200000, -1))
+            v = _pick(draw, NEGATIVE_INTS) if draw(BOOLS) \
+                else draw(ints(-200000, -1))
         else:
-            v = _pick(draw, INT_EDGES) if kind == 1 else draw(st.integers(-1000, 1000))
+            v = _pick(draw, INT_EDGES) if kind == 1 else draw(ints(-1000, 1000))
         if not limits.wide_ints and abs(v) > WIDE:
             v = v % 1000
         return str(v)
     if typ == "bool":
         return _pick(draw, ["true", "false"])
     if typ == "float":
-        v = _pick(draw, FLOAT_EDGES) if draw(st.booleans()) else draw(_ANY_FLOAT)
+        v = _pick(draw, FLOAT_EDGES) if draw(BOOLS) else draw(_ANY_FLOAT)
         return repr(v)
     banned = "\0" if limits.cr_arguments else "\0\r"
     return _pick(draw, [c for c in CHAR_EDGES if c not in banned])
@@ -1099,19 +1120,19 @@ def cases(draw, limits=DEFAULT):
     callees = []
     funcs = []
     prefix = _pick(draw, FUNC_PREFIXES)
-    for k in range(draw(st.integers(0, limits.max_helpers))):
-        recursive = draw(st.integers(0, 2)) == 2
+    for k in range(draw(ints(0, limits.max_helpers))):
+        recursive = draw(ints(0, 2)) == 2
         params = [("depth", "int")] if recursive else []
         sizes = {}
-        for j in range(draw(st.integers(0, 3))):
+        for j in range(draw(ints(0, 3))):
             typ = _pick(draw, types)
-            if limits.memory and draw(st.integers(0, 3)) == 3:
-                sizes[f"p{j}"] = draw(st.integers(1, 3))
+            if limits.memory and draw(ints(0, 3)) == 3:
+                sizes[f"p{j}"] = draw(ints(1, 3))
                 typ = {"ptr": typ}
             params.append((f"p{j}", typ))
         ret = _pick(draw, [None, *types])
         name = f"{prefix}{k}"
-        pick = draw(st.integers(0, 5))
+        pick = draw(ints(0, 5))
         taken = {c.name for c in callees} | {"main"}
         if pick == 5:
             name = _pick(draw, [n for n in HOSTILE_NAMES if n not in taken])
@@ -1122,10 +1143,10 @@ def cases(draw, limits=DEFAULT):
         funcs.append(gen.body())
         sig.cost = _activation_cost(gen.cost + 1, sig, limits)
         callees.append(sig)
-    params = [(f"arg{j}", _pick(draw, types)) for j in range(draw(st.integers(0, 3)))]
+    params = [(f"arg{j}", _pick(draw, types)) for j in range(draw(ints(0, 3)))]
     main = _FunctionGen(draw, limits, Signature("main", params, None, 0), callees, is_main=True)
     main_func = main.body()
-    if draw(st.booleans()):
+    if draw(BOOLS):
         funcs.insert(0, main_func)
     else:
         funcs.append(main_func)
