@@ -19,7 +19,7 @@ from bril.ir.errors import BrilError
 from bril.ir.text import parse_program
 from bril.tracing.trace_record import Recorder
 
-from corpus import CONFORMANCE, args_of, benchmark_cases
+from corpus import CONFORMANCE, args_of, benchmark_cases, smaller_args
 
 CASES = benchmark_cases()
 
@@ -217,7 +217,7 @@ def test_the_recorder_counts_the_instructions_it_hears(path):
     """A recorder that never stops has heard every instruction the run counts (the
     share of a stopped run it took in scales what the selection estimates)."""
     prog = parse_program(path.read_text())
-    args = args_of(path)
+    args = smaller_args(path)
     funcs = {f["name"]: f for f in prog["functions"]}
     rec = Recorder(funcs, {}, hot=5)
     out, count = record(prog, args, rec)
