@@ -28,7 +28,6 @@ CASES = benchmark_cases()
 # instructions, and by the engine's own budget.
 TIERS = [dict(tier="cold"), dict(tier="auto", promote_after=0),
          dict(tier="auto", promote_after=50), dict(tier="auto")]
-GOES_ON = dict(tier="auto", promote_after=0)
 
 
 # Block events a test recorder takes in before it stops listening, as the tracer's
@@ -76,8 +75,8 @@ class Listener:
 class Log(Listener):
     """Keeps every event it hears."""
 
-    def __init__(self, listen=LISTEN):
-        super().__init__(listen)
+    def __init__(self, listen=LISTEN, end_run=False):
+        super().__init__(listen, end_run)
         self.events = []
         self.event = self.events.append
 
@@ -103,7 +102,7 @@ class Compare(Listener):
 
 def record(prog, args, recorder, **options):
     out = io.StringIO()
-    # (no cyclic garbage collection meanwhile: a Log keeps millions of tuples, and
+    # (no cyclic garbage collection meanwhile: a Log keeps LISTEN tuples, and
     # each collection would walk them all)
     enabled = gc.isenabled()
     gc.disable()
@@ -121,21 +120,18 @@ def record(prog, args, recorder, **options):
 
 @pytest.mark.parametrize("path", CASES)
 def test_same_events_in_every_tier(path):
-    """The events of every way to run, as long as a recorder listens.  Then eager
-    promotion (on-stack replacement into record variants everywhere, the hardest
-    case for stopping) runs on to the same output and count; the other ways end
-    there: their output and count are test_tiers', a stop in the default tier is
+    """The events of every way to run, as long as a recorder listens; then the run
+    ends (a program over sooner prints and counts alike too).  Every way's output
+    and count are test_tiers'; going on once the recorder stops is
     test_after_the_budget_the_run_goes_on_exactly's."""
     prog = parse_program(path.read_text())
     args = args_of(path)
-    want = Log()
+    want = Log(end_run=True)
     expected = record(prog, args, want, tier="fast")
     for options in TIERS:
-        to_the_end = options == GOES_ON
-        got = Compare(want.events, end_run=not to_the_end)
+        got = Compare(want.events, end_run=True)
         result = record(prog, args, got, **options)
-        if to_the_end or result is not None:
-            assert result == expected, options
+        assert result == expected, options
         assert got.mismatch is None, (options, got.mismatch)
         assert got.n == len(want.events), options
 
@@ -230,12 +226,15 @@ def test_the_recorder_counts_the_instructions_it_hears(path):
 @pytest.mark.parametrize("path", CASES)
 def test_after_the_budget_the_run_goes_on_exactly(path):
     """Once the recorder stops listening, every frame moves to the plain code at its
-    next loop header (`resume_unrecorded`): output and count stay exact."""
+    next loop header (`resume_unrecorded`): output and count stay exact, also with
+    eager promotion (frames in osrrecord variants everywhere when it stops)."""
     prog = parse_program(path.read_text())
     args = args_of(path)
     funcs = {f["name"]: f for f in prog["functions"]}
-    assert record(prog, args, Recorder(funcs, {}, hot=5, budget=200)) == \
-        record(prog, args, None)
+    expected = record(prog, args, None)
+    for options in ({}, dict(promote_after=0)):
+        assert record(prog, args, Recorder(funcs, {}, hot=5, budget=200), **options) == \
+            expected, options
 
 
 def test_after_the_budget_no_event_is_reported(monkeypatch):
