@@ -30,53 +30,43 @@ TIERS = [dict(tier="cold"), dict(tier="auto", promote_after=0),
          dict(tier="auto", promote_after=50), dict(tier="auto")]
 
 
-# Block events a test recorder takes in before it stops listening, as the tracer's
-# Recorder does after its budget (`bril.tracing.tracer.RECORD_BUDGET`, 30,000
-# weighted events): what the tracer could ever hear, three times over, with every
-# promotion of a run's first part.
+# Block events a test recorder takes in before it ends the run: what the tracer's
+# Recorder hears before its budget (`bril.tracing.tracer.RECORD_BUDGET`, 30,000
+# weighted events) three times over, with every promotion of a run's first part.
 LISTEN = 100_000
 
 
 class Enough(Exception):
-    """Raised by a Listener told to end the run once it stops listening."""
+    """Raised by a Listener once it has heard LISTEN block events: the run ends."""
 
 
 class Listener:
     """A recorder that takes in the first LISTEN block events (entries and returns
-    between them too) and then stops listening, through the engine's `on_stop`
-    hooks as the tracer's recorder does; `event` gets each one."""
+    between them too) and then ends the run; `event` gets each one."""
 
-    def __init__(self, listen=LISTEN, end_run=False):
-        self.left = listen
-        self.end_run = end_run
+    def __init__(self):
+        self.left = LISTEN
         self.stopped = False
-        self.on_stop = []
 
     def enter(self, fname):
-        if not self.stopped:
-            self.event(("enter", fname))
+        self.event(("enter", fname))
 
     def block(self, fname, bname):
-        if not self.stopped:
-            self.event((fname, bname))
-            self.left -= 1
-            if self.left <= 0:
-                self.stopped = True
-                if self.end_run:
-                    raise Enough
-                for fn in self.on_stop:
-                    fn()
+        self.event((fname, bname))
+        self.left -= 1
+        if self.left <= 0:
+            self.stopped = True
+            raise Enough
 
     def leave(self):
-        if not self.stopped:
-            self.event(("leave",))
+        self.event(("leave",))
 
 
 class Log(Listener):
     """Keeps every event it hears."""
 
-    def __init__(self, listen=LISTEN, end_run=False):
-        super().__init__(listen, end_run)
+    def __init__(self):
+        super().__init__()
         self.events = []
         self.event = self.events.append
 
@@ -86,8 +76,8 @@ class Compare(Listener):
     more than the run); `mismatch` is the first difference, as (index, expected,
     got), or None."""
 
-    def __init__(self, events, listen=LISTEN, end_run=False):
-        super().__init__(listen, end_run)
+    def __init__(self, events):
+        super().__init__()
         self.expected = events
         self.n = 0
         self.mismatch = None
@@ -109,7 +99,7 @@ def record(prog, args, recorder, **options):
     try:
         count = interp.run(prog, args, out=out, recorder=recorder, **options)
     except BrilError as e:
-        if getattr(recorder, "end_run", False) and recorder.stopped:
+        if isinstance(recorder, Listener) and recorder.stopped:
             return None             # (ended by the recorder: `Enough`)
         count = "error: " + e.message
     finally:
@@ -126,10 +116,10 @@ def test_same_events_in_every_tier(path):
     test_after_the_budget_the_run_goes_on_exactly's."""
     prog = parse_program(path.read_text())
     args = args_of(path)
-    want = Log(end_run=True)
+    want = Log()
     expected = record(prog, args, want, tier="fast")
     for options in TIERS:
-        got = Compare(want.events, end_run=True)
+        got = Compare(want.events)
         result = record(prog, args, got, **options)
         assert result == expected, options
         assert got.mismatch is None, (options, got.mismatch)
