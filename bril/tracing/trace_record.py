@@ -317,17 +317,16 @@ class Recorder:
             return None
         return tuple(log[first:])
 
-    def _iterated(self, r, ev):
-        """Recording r is back at its header (event ev, the latest): one iteration
-        done."""
+    def _iterated(self, r):
+        """Recording r is back at its header (the latest event): one iteration done."""
         st = r.stats
         events = self._events(r)
         st.outcome(LONG if events is None else st.path_id(events), self.max_seq)
         r.start = self.base + len(self.log) - 1
         r.since = st.last = self.left
 
-    def _left(self, r, ev):
-        """Recording r's loop was left (event ev, the latest: a block outside it)."""
+    def _left(self, r):
+        """Recording r's loop was left (the latest event: a block outside it)."""
         st = r.stats
         events = self._events(r)
         st.outcome(EXIT if events is None else st.exit_id(events), self.max_seq)
@@ -344,15 +343,15 @@ class Recorder:
         del self.log[:drop]
         self.base += drop
 
-    def _step(self, ev, bname, recs, active):
+    def _step(self, bname, recs, active):
         """This frame's recordings at a block event (the others need nothing: the
         event is in the log)."""
         for r in list(recs):
             st = r.stats
             if bname == st.header:
-                self._iterated(r, ev)
+                self._iterated(r)
             elif bname not in r.body:
-                self._left(r, ev)
+                self._left(r)
                 recs.remove(r)
                 active.remove(r)
 
@@ -374,13 +373,13 @@ class Recorder:
                 r = recs[0]
                 st = r.stats
                 if bname == st.header:
-                    self._iterated(r, ev)
+                    self._iterated(r)
                 elif bname not in r.body:
-                    self._left(r, ev)
+                    self._left(r)
                     recs.clear()
                     active.clear()
             else:
-                self._step(ev, bname, recs, active)
+                self._step(bname, recs, active)
             if not active:
                 self._drop_log()
             elif len(log) > 2 * self.max_events + 2:
