@@ -131,7 +131,7 @@ def clear_program_entries(cache_dir):
     """Empty a code cache of everything but the run-time library builds: what a
     program leaves there (generated code, native units, profiles) is gone, so the
     next run is a first one."""
-    for kind in ("py", "cold", "marshal", "unit", "unitdata", "profile", "program", "locks"):
+    for kind in ("py", "cold", "marshal", "unit", "unitdata", "exe", "exestamp", "profile", "program", "locks"):
         shutil.rmtree(Path(cache_dir) / kind, ignore_errors=True)
 
 

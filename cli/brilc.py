@@ -100,7 +100,7 @@ def _compile(opts):
     module = llvm_lower.lower_program(prog, base_dir=base_dir, lib_dirs=opts.lib_dirs,
                                       filename=filename, count=not opts.no_count)
     level = int(opts.level)
-    light = _deepest_loop_nest(prog) > native.LIGHT_LOOP_DEPTH
+    light = native.light_for(prog)
     if opts.emit_llvm:
         text = native.emit_llvm(module, level, light=light)
         if opts.out is None or opts.out == "-":
@@ -114,22 +114,6 @@ def _compile(opts):
         return 0
     native.build_executable(module, out, level, light=light)
     return 0
-
-
-def _deepest_loop_nest(prog):
-    """The deepest nesting of loops in any function of the program (linear time)."""
-    from bril.analysis.cfg import CFG, LoopForest
-    deepest = 0
-    for func in prog.get("functions", ()):
-        if not any(i.get("op") in ("jmp", "br") for i in func.get("instrs", ())):
-            continue
-        forest = LoopForest(CFG.from_function(func))
-        depth = {}
-        for h in forest.headers:                # outer loops first
-            p = forest.parent.get(h)
-            depth[h] = depth.get(p, 0) + 1 if p is not None else 1
-            deepest = max(deepest, depth[h])
-    return deepest
 
 
 def _write(path, data):

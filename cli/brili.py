@@ -142,6 +142,7 @@ class _Options:
         self.cache = True
         self.cache_command = None
         self.args = []
+        self.exe_key = None             # (bril.backend.program_exe: found before the run)
 
 
 # Flags: option -> (attribute, value it sets).
@@ -228,9 +229,32 @@ def parse_args(argv):
     return opts
 
 
-def _read_program(opts):
+def _read_program(opts, read):
     from bril.ir.program import read_program
-    return read_program(opts.file, opts.text, load_json=_load_json)
+    return read_program(opts.file, opts.text, load_json=_load_json, read=read)
+
+
+def _executable(opts, read):
+    """The key of the program's whole executable (`bril.backend.program_exe`), which
+    this process becomes at once if the code cache has it; None if this run is not
+    one the executable can be (a flag asks for the interpreter's own work)."""
+    if not (opts.jit and opts.cache and not opts.hot and opts.jit_report is None
+            and not opts.jit_background and opts.tier is None and not opts.dump):
+        return None
+    from bril.cache.codecache import CodeCache, enabled_by_environment
+    if not enabled_by_environment() or os.environ.get("BRIL_CHECK_FACTS"):
+        return None
+    from bril.backend import program_exe
+    key = program_exe.key_of(*read)
+    cache = CodeCache()
+    path = program_exe.find(cache, key)
+    if path is not None:
+        if os.environ.get("BRIL_JIT_PRECOMPILE") == "wait":
+            # (what a run asked to wait for the builds in flight does, this one too)
+            from bril.backend.jit_server import wait_for_builds
+            wait_for_builds(cache)
+        program_exe.execute(path, opts.profile, opts.args)
+    return key
 
 
 def _load_json(data):
@@ -254,8 +278,11 @@ def _body(argv):
         return 0
     if opts.cache_command is not None:
         return _cache_command(opts.cache_command)
+    from bril.ir.program import read_input
+    read = read_input(opts.file, opts.text)
+    opts.exe_key = _executable(opts, read)
     with no_cycle_collection():
-        prog, filename = _read_program(opts)
+        prog, filename = _read_program(opts, read)
     # The program's objects live to the end: keep the collector off them.  And
     # collect rarely: a run makes few reference cycles, but a deep Bril call
     # stack keeps many objects alive, which each collection would walk again
@@ -371,7 +398,8 @@ def _jit(prog, opts, out, base_dir, filename, cache):
     else:
         # Sampled: the JIT comes in once the run lasts (or at once, with a profile).
         from bril.backend.jit_deferred import DeferredJit
-        jit = DeferredJit(cache, background=opts.jit_background, shared_heap=None)
+        jit = DeferredJit(cache, background=opts.jit_background, shared_heap=None,
+                          exe_key=opts.exe_key)
     try:
         return run(prog, opts.args, out=out, base_dir=base_dir, lib_dirs=opts.lib_dirs,
                    filename=filename, jit=jit, cache=cache, tier=opts.tier or "auto")

@@ -212,7 +212,7 @@ class Jit:
     says native code needed it last time."""
 
     def __init__(self, hot=DEFAULT_HOT, level=2, hot_calls=None, background=False,
-                 cache=None, pay_back=0, shared_heap=True):
+                 cache=None, pay_back=0, shared_heap=True, exe_key=None):
         self.hot = max(1, hot)
         self.hot_calls = max(1, hot_calls if hot_calls is not None else CALLS_PER_HOT * hot)
         self.level = level
@@ -223,6 +223,9 @@ class Jit:
         self.pay_back = pay_back
         self.eager = pay_back <= 0
         self.shared_heap = shared_heap
+        # The key of the program's whole executable (`bril.backend.program_exe`), built
+        # after a hot run; None: this run's command line was not the executable's.
+        self.exe_key = exe_key
         self.compiled = None
         self.regions = {}               # (function, header) -> LoopRegion (or None: interpreted)
         self.all_regions = []           # in order of compilation
@@ -974,13 +977,32 @@ class Jit:
                     and w not in self.asking and w not in tried
                     and self.regions.get(w, False) is not None
                     and self.calls.get(w, False) is not None]
-        if self.server is None and todo:
+        exe = self._executable_wanted(profile) if mode != "0" else None
+        if self.server is None and (todo or exe):
             self._server()
         if self.server is not None:
-            self.server.finish(todo, wait=mode == "wait")
+            self.server.finish(todo, wait=mode == "wait", exe=exe)
         if mode == "wait" and self.cache is not None:
             from .jit_server import wait_for_builds
             wait_for_builds(self.cache)
+
+    def _executable_wanted(self, profile):
+        """The key of the program's whole executable if the compile server should build
+        it: the run was hot (native code was wanted, or is kept for the program), the
+        program is one to compile whole, and no build of it failed before."""
+        if self.exe_key is None or self.source is None or self.cache is None:
+            return None
+        hot = self.server is not None or (profile is not None and (
+            profile["regions"] or profile["calls"]
+            or any(s >= PRECOMPILE_HOT for s in profile["hot"].values())))
+        if not hot:
+            return None
+        from . import jitcache, program_exe
+        if profile is not None and program_exe.KIND in jitcache.tried_here(profile, self.level):
+            return None
+        if not program_exe.eligible(self.source[0]) or program_exe.cached(self.cache, self.exe_key):
+            return None
+        return self.exe_key
 
     # --- compiling ----------------------------------------------------------------------
 

@@ -128,12 +128,13 @@ class CompileServer:
             return []
         return [m for m in self.reader.ready() if m and m[0] == "built"]
 
-    def finish(self, todo, wait=False):
-        """The run is over: tell the server what else to build and let it go (or wait
-        until it has built everything)."""
+    def finish(self, todo, wait=False, exe=None):
+        """The run is over: tell the server what else to build (and the key of the
+        program's executable to build, if any) and let it go (or wait until it has
+        built everything)."""
         if not self.started:
             return
-        if not self.broken and self._send(("finish", list(todo), wait)) and wait:
+        if not self.broken and self._send(("finish", list(todo), wait, exe)) and wait:
             os.set_blocking(self.reader.fd, True)
             while True:
                 message = self.reader.read()

@@ -13,12 +13,14 @@ when it is there.  The interpreter loads it with the dynamic loader at the next
 arrival at the loop, or binds the function to it.
 
 When its input closes (the run is over, or it ended without a word), it finishes
-what it was asked, builds what the run found hot and never asked for (the hot
-code of a run too short to ask: the next run finds it native), notes every unit
-it built in the program's profile (`bril.backend.jitprofile.update_profile`) and
-exits.  It runs in a session of its own (a Ctrl-C of the run does not stop a build
-half-way), prints nothing, and every failure is silent: what is not built is
-interpreted, or built by a later run.
+what it was asked, compiles the program whole if the run asked
+(`bril.backend.program_exe`: what the next plain `brili` of it runs), builds what
+the run found hot and never asked for (the hot code of a run too short to ask:
+the next run with flags finds it native), notes every unit it built in the
+program's profile (`bril.backend.jitprofile.update_profile`) and waits, idle, for
+another run.  It runs in a session of its own (a Ctrl-C of the run does not stop
+a build half-way), prints nothing, and every failure is silent: what is not built
+is interpreted, or built by a later run.
 
 While it builds a unit it holds a lock on the unit's key (`building`): a run
 that wants the same unit waits for it to land instead of building it again, and
@@ -30,7 +32,10 @@ Messages are a 4-byte length and a marshalled tuple each way:
                                       [(blocks, entries)], widest first, the first
                                       that lowers is built) or a whole function
                                       (what = index; candidates None)
-    ("finish", todo)                  the run is over: also build these (as `what`s)
+    ("finish", todo, wait, exe)       the run is over: build the program whole under
+                                      the key `exe` (`bril.backend.program_exe`; None:
+                                      not), then these too (as `what`s);
+                                      with `wait`, reply ("finished",) once done
     ("built", rid, key, seconds, blocks, entries, error)     the reply: the unit's
                                       key (None if nothing could be built), the
                                       region's blocks and entries, why not
@@ -205,6 +210,7 @@ class Server:
     def __init__(self, cache, key, program, level):
         self.cache, self.key, self.program, self.level = cache, key, program, level
         self.linked = self.compiled = None
+        self.prog = None            # (as read: what a whole-program executable is made of)
         self.built = {}             # what -> {"blocks", "entries"} (regions) or {} (calls)
         self.failed = []            # whats nothing could be built for
         self.held = {}              # unit key -> lock fd, for units asked and not built yet
@@ -223,7 +229,7 @@ class Server:
         linked = link(prog, base_dir=base_dir, lib_dirs=lib_dirs, filename=filename)
         if program_key(linked) != self.program:
             return False                # (not the program asked about)
-        self.linked = linked
+        self.linked, self.prog = linked, prog
         self.compiled = CompiledProgram(self.linked, open(os.devnull, "w"))
         return True
 
@@ -314,6 +320,27 @@ class Server:
         if not jitcache.keep_unit(self.cache, ukey, module, meta, self.level):
             raise BrilError("the compiled code could not be kept in the code cache")
 
+    def build_executable(self, key):
+        """The program compiled whole into the cache under `key`
+        (`bril.backend.program_exe`); if it cannot be, the profile says so, and no
+        later run asks again (with today's compiler)."""
+        from . import program_exe
+        if not self.load_program() or program_exe.cached(self.cache, key):
+            return
+        with building(self.cache, "exe-" + key):
+            try:
+                program_exe.build(self.cache, key, self.prog)
+                return
+            except Exception:
+                pass
+        from . import jitcache
+        from .jitprofile import update_profile
+
+        def add(profile):
+            jitcache.mark_tried(profile, program_exe.KIND, self.level)
+            return profile
+        update_profile(self.cache, self.key, add, self.linked)
+
     def note_in_profile(self):
         """Every unit built, and what failed, into the program's profile."""
         if not self.built and not self.failed:
@@ -357,7 +384,7 @@ def _session(servers, cache, level, reader, write, key, program):
     """Serve one run: build what it asks, in order, replying to each; when it is over
     (it said `finish`, or its end of the connection closed), build what it found hot
     and never asked for, and note every unit in the program's profile."""
-    todo, ack = [], False
+    todo, ack, exe = [], False, None
 
     def reply(message):
         try:
@@ -388,6 +415,7 @@ def _session(servers, cache, level, reader, write, key, program):
         if message[0] == "finish":
             todo = list(message[1])
             ack = len(message) > 2 and message[2]
+            exe = message[3] if len(message) > 3 else None
             break
         _, rid, what, candidates = message
         t0 = time.perf_counter()
@@ -401,9 +429,15 @@ def _session(servers, cache, level, reader, write, key, program):
             server.failed.append(what)
             reply(("built", rid, None, time.perf_counter() - t0, None, None,
                    getattr(e, "message", None) or str(e) or type(e).__name__))
-    # The run is over: what it found hot and never asked for, for the next run.
+    # The run is over: the program whole, then what it found hot and never asked
+    # for (what the next plain run and the next run with flags use).
     if key is not None:
         server = _server_for(servers, cache, key, program, level)
+        if exe is not None:
+            try:
+                server.build_executable(exe)
+            except Exception:
+                pass
         for what in todo:
             if what in server.built:
                 continue

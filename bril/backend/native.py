@@ -120,6 +120,27 @@ NOINLINE_FUNCTIONS = 4096
 LIGHT_LOOP_DEPTH = 32
 
 
+def light_for(prog):
+    """Does `prog` nest loops deeper than LIGHT_LOOP_DEPTH (then it is compiled light)?"""
+    return deepest_loop_nest(prog) > LIGHT_LOOP_DEPTH
+
+
+def deepest_loop_nest(prog):
+    """The deepest nesting of loops in any function of the program (linear time)."""
+    from ..analysis.cfg import CFG, LoopForest
+    deepest = 0
+    for func in prog.get("functions", ()):
+        if not any(i.get("op") in ("jmp", "br") for i in func.get("instrs", ())):
+            continue
+        forest = LoopForest(CFG.from_function(func))
+        depth = {}
+        for h in forest.headers:                # outer loops first
+            p = forest.parent.get(h)
+            depth[h] = depth.get(p, 0) + 1 if p is not None else 1
+            deepest = max(deepest, depth[h])
+    return deepest
+
+
 def _bounded_inlining(ref):
     """For a module of many functions, make its internal functions external (and
     hidden) for the optimiser: LLVM then inlines a call only by its cost, never

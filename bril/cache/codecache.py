@@ -182,8 +182,9 @@ class CodeCache:
             return None
         return self._path(kind, key)
 
-    def put(self, kind, key, payload):
-        """Store payload under (kind, key); silently nothing if that fails."""
+    def put(self, kind, key, payload, mode=0o600):
+        """Store payload under (kind, key); silently nothing if that fails.  (`mode`
+        0o700 for an executable: its trailer does not stop it from running.)"""
         if not self._check_directory():
             return False
         path = self._path(kind, key)
@@ -192,7 +193,7 @@ class CodeCache:
             folder = os.path.dirname(path)
             os.makedirs(folder, mode=0o700, exist_ok=True)
             tmp = _temporary_name(folder)
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
             with os.fdopen(fd, "wb") as fh:
                 fh.write(payload + _checksum(payload) + MAGIC)
             os.replace(tmp, path)

@@ -164,18 +164,22 @@ def load_program(text):
     return check_program(prog)
 
 
-def read_program(file=None, text=False, load_json=None):
+def read_input(file=None, text=False):
+    """(bytes, read as text?): what `read_program` reads -- FILE's bytes (Bril text
+    unless it ends in .json, or `text`), else standard input's (JSON unless `text`)."""
+    if file is not None:
+        return read_bytes(file), text or not file.endswith(".json")
+    import sys
+    return sys.stdin.buffer.read(), text
+
+
+def read_program(file=None, text=False, load_json=None, read=None):
     """(program dict, file name or None): the program in FILE (Bril text unless it
     ends in .json, or `text`), else on standard input (JSON unless `text`), the way
     every command reads it; `load_json` turns JSON bytes into a program (default:
-    `load_program`).  BrilError for an unreadable file or text that is not UTF-8."""
-    import sys
-    if file is not None:
-        data = read_bytes(file)
-        as_text = text or not file.endswith(".json")
-    else:
-        data = sys.stdin.buffer.read()
-        as_text = text
+    `load_program`); `read`: what `read_input` returned, if it was called already.
+    BrilError for an unreadable file or text that is not UTF-8."""
+    data, as_text = read if read is not None else read_input(file, text)
     if as_text:
         from .text import parse_program       # lazily: the text parser is slow to import
         try:

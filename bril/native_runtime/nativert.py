@@ -285,6 +285,22 @@ def symbol_address(handle, name):
 
 _native_digest = None
 
+# What shapes machine code and a unit's data (paths in the bril package); not
+# bril.backend.jit, which only decides what to compile and how to call it.
+NATIVE_SOURCES = (
+    "backend/llvm_lower.py", "backend/jit_lower.py", "backend/jitcache.py",
+    "native_runtime/resume.py", "backend/native.py", "native_runtime/nativert.py",
+    "ir/ops.py", "interpreter/heap.py", "ir/tracelabels.py",
+    "analysis/typecheck.py", "analysis/blocks.py", "ir/values.py", "ir/support.py",
+    "native_runtime/brilrt.c")
+
+
+def native_sources():
+    """The paths of NATIVE_SOURCES (the real modules' files: never an alias's at an
+    old path)."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return [os.path.join(package, *name.split("/")) for name in NATIVE_SOURCES]
+
 
 def native_digest(level):
     """What machine code depends on besides the program, hashed without importing
@@ -294,17 +310,8 @@ def native_digest(level):
     global _native_digest
     from ..cache.codecache import hasher, source_digest
     if _native_digest is None:
-        # (the real modules' files: never an alias's at an old path)
-        package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         h = hasher(b"bril-native-2")
-        # (what shapes machine code and a unit's data; not bril.backend.jit, which only
-        # decides what to compile and how to call it)
-        h.update(source_digest(b"sources", [os.path.join(package, *name.split("/")) for name in (
-            "backend/llvm_lower.py", "backend/jit_lower.py", "backend/jitcache.py",
-            "native_runtime/resume.py", "backend/native.py", "native_runtime/nativert.py",
-            "ir/ops.py", "interpreter/heap.py", "ir/tracelabels.py",
-            "analysis/typecheck.py", "analysis/blocks.py", "ir/values.py", "ir/support.py",
-            "native_runtime/brilrt.c")]))
+        h.update(source_digest(b"sources", native_sources()))
         h.update(_llvmlite_version().encode())
         h.update((c_compiler() or "").encode())
         h.update(_host_identity().encode())

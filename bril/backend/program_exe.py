@@ -1,0 +1,116 @@
+"""Whole-program executables: what `brili` runs for a program it has run before.
+
+A program that ran hot under the JIT (the run wanted native code, or found code
+worth building for the next run) and imports nothing is also compiled whole, as
+`brilc` compiles it, by the compile server once the run is over (after the units
+the run itself asked for).  The executable goes into the code cache under a key
+of the program's bytes exactly as `brili` read them, beside the `stamp` of what
+its machine code depends on.  The next `brili` of the same bytes whose command
+line asks for nothing the interpreter alone does (only `-p`, `-f`, `--text`, `-L`
+and arguments; not `--jit-report`, `--hot`, `--tier`, `--no-jit`, `--no-cache`)
+finds it before parsing anything and executes it in its own place (`os.execv`):
+of the interpreter, only Python's start-up, a read and a hash remain.  Output, `-p` counts and errors are the executable's,
+which the tests hold to the interpreter's (`brilc` is the same compiler).
+
+This is the tier for the short runs that dominate Bril use: a warm run of a
+program the reference interprets in 0.2-2 s spends most of its time starting up,
+and a loaded region of native code cannot help there (the run-time library's
+load and the cold tier's first steps cost more than the loop).
+"""
+
+import os
+
+KIND = "exe"
+STAMP_KIND = "exestamp"         # (beside it: `stamp()` of the compiler that built it)
+# Larger programs keep to the JIT's units: compiling one whole takes seconds.
+MAX_INSTRS = 20_000
+LEVEL = 2
+
+
+def key_of(data, as_text):
+    """The key of the executable of a program read as `data` (bytes; Bril text if
+    `as_text`, else JSON): a hash of the bytes alone, so that looking for it costs
+    a run without one nothing more (the compiler it was built by is checked only
+    when there is one: `stamp`)."""
+    from ..cache.codecache import hasher
+    h = hasher(b"bril-exe-1 text\0" if as_text else b"bril-exe-1 json\0")
+    h.update(data)
+    return h.hexdigest()
+
+
+def stamp():
+    """What an executable's machine code depends on besides the program, cheaply
+    (stats, not reads: this is on the path of every warm run): our lowering and
+    run-time library sources as the file system describes them, llvmlite's
+    version, the C compiler, this machine and Python, the level.  A changed source
+    always changes it (a new size or modification time)."""
+    from ..cache.codecache import hasher
+    from ..native_runtime import nativert
+    import sys
+    h = hasher(b"bril-exe-1 level %d" % LEVEL)
+    for path in nativert.native_sources() + [os.path.abspath(__file__)]:
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None
+        h.update(repr((path, st.st_size, st.st_mtime_ns)).encode())
+    h.update(nativert._llvmlite_version().encode())
+    h.update((nativert.c_compiler() or "").encode())
+    h.update(nativert._host_identity().encode())
+    h.update(sys.executable.encode())
+    return h.digest()
+
+
+def find(cache, key):
+    """The path of the executable stored under `key` if it was built by today's
+    compiler, else None."""
+    built_by = cache.get(STAMP_KIND, key)
+    if built_by is None or built_by != stamp():
+        return None
+    return cache.entry_path(KIND, key)
+
+
+def execute(path, profile, args):
+    """Replace this process by the executable at `path` (`profile`: -p), with the
+    arguments as given; returns only if it cannot be run (evicted meanwhile)."""
+    try:
+        os.execv(path, [path] + (["-p"] if profile else []) + ["--"] + list(args))
+    except OSError:
+        return
+
+
+def cached(cache, key):
+    """Is the executable of `key`, built by today's compiler, in the cache?"""
+    return find(cache, key) is not None
+
+
+def eligible(prog):
+    """Is `prog` (as read, before linking) one to compile whole?"""
+    if prog.get("imports"):
+        return False            # (its key would not cover the imported files)
+    return sum(len(f.get("instrs") or ()) for f in prog.get("functions") or ()) <= MAX_INSTRS
+
+
+def build(cache, key, prog):
+    """Compile `prog` whole into the cache under `key` (as `brilc` would); raises
+    BrilError (or LLVM's errors) if it cannot be built or kept."""
+    from ..ir.errors import BrilError
+    from . import llvm_lower, native
+    module = llvm_lower.lower_program(prog, count=True)
+    import tempfile
+    fd, out = tempfile.mkstemp(prefix="bril-exe-")
+    os.close(fd)
+    try:
+        native.build_executable(module, out, LEVEL, light=native.light_for(prog))
+        with open(out, "rb") as fh:
+            data = fh.read()
+    finally:
+        try:
+            os.unlink(out)
+        except OSError:
+            pass
+    # (the executable first: a run that finds the new stamp finds the new executable)
+    built_by = stamp()
+    if built_by is None or not (cache.put(KIND, key, data, mode=0o700)
+                                and cache.put(STAMP_KIND, key, built_by)):
+        raise BrilError("the executable could not be kept in the code cache")

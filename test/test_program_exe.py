@@ -1,0 +1,99 @@
+"""Whole-program executables (`bril.backend.program_exe`): a hot run has its
+program compiled whole by its compile server, and the next plain `brili` of the
+same bytes is that executable -- with the interpreter's output, `-p` count,
+errors and exit status -- while every flag that asks for the interpreter's own
+work still gets the interpreter.
+"""
+
+import os
+
+import pytest
+
+from bril.backend import program_exe
+from bril.cache.codecache import CodeCache
+from bril.native_runtime import nativert
+
+from corpus import program_text
+from helpers import bril_json, run_brili
+
+pytestmark = pytest.mark.skipif(nativert.c_compiler() is None, reason="no C compiler")
+
+DIVIDE = program_text("program_exe/divide")
+LONG = "300000"                 # (iterations: hot enough for the JIT's first look)
+
+
+def _brili(args, program, cache_dir, **env):
+    return run_brili(args, program, timeout=300, BRIL_CACHE_DIR=cache_dir, **env)
+
+
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory):
+    """(cache, JSON text, key): DIVIDE after a hot run that waited for its builds."""
+    cache_dir = tmp_path_factory.mktemp("exe-cache")
+    program = bril_json(DIVIDE)
+    first = _brili(["-p", LONG, "7"], program, cache_dir, BRIL_JIT_PRECOMPILE="wait")
+    assert first.returncode == 0, first.stderr
+    cache = CodeCache(str(cache_dir))
+    key = program_exe.key_of(program.encode(), False)
+    assert program_exe.cached(cache, key)
+    return cache, program, key
+
+
+def _same(got, want):
+    assert (got.stdout, got.stderr, got.returncode) == (want.stdout, want.stderr, want.returncode)
+
+
+@pytest.mark.parametrize("args", [
+    ["-p", LONG, "7"], [LONG, "0"], ["-p", "12", "-3"],
+    ["-p", "abc", "1"], ["1"], ["1", "2", "3"], ["99999999999999999999", "1"]],
+    ids=["exact", "div-by-zero", "short", "not-an-int", "arity", "arity3", "overflow"])
+def test_the_executable_runs_as_the_interpreter_does(compiled, args):
+    cache, program, _ = compiled
+    want = _brili(["--no-jit", *args], program, cache.directory)
+    _same(_brili(args, program, cache.directory), want)
+
+
+def _impostor(cache, key):
+    """The cached executable replaced by a script that says it ran, and how."""
+    cache.put(program_exe.KIND, key, b'#!/bin/sh\necho "the executable:" "$@"; exit 0\n', mode=0o700)
+
+
+def test_a_plain_run_is_the_executable_and_flags_get_the_interpreter(compiled, tmp_path):
+    cache, program, key = compiled
+    real = cache.get(program_exe.KIND, key)
+    try:
+        _impostor(cache, key)
+        # -p goes first, the arguments after `--` (a second -p is an argument).
+        done = _brili(["-p", "1", "-p"], program, cache.directory)
+        assert done.stdout == "the executable: -p -- 1 -p\n"
+        text = tmp_path / "divide.bril"
+        text.write_text(DIVIDE)
+        assert "executable" not in _brili(["-f", str(text), "-p", "5", "1"], program,
+                                          cache.directory).stdout   # (other bytes)
+        want = _brili(["--no-jit", "-p", "5", "1"], program, cache.directory)
+        for args, env in ((["--no-jit"], {}), ([], {"BRIL_JIT": "0"}), (["--no-cache"], {}),
+                          ([], {"BRIL_CACHE": "0"}), (["--tier", "cold"], {}),
+                          (["--hot", "3"], {}), (["--jit-report", str(tmp_path / "r")], {})):
+            _same(_brili([*args, "-p", "5", "1"], program, cache.directory, **env), want)
+        # Other bytes are another program, even if they parse the same.
+        _same(_brili(["-p", "5", "1"], program + "\n", cache.directory), want)
+        # Built by another compiler: never run (and not `cached`: built again).
+        cache.put(program_exe.STAMP_KIND, key, b"another compiler")
+        assert not program_exe.cached(cache, key)
+        _same(_brili(["-p", "5", "1"], program, cache.directory), want)
+    finally:
+        cache.put(program_exe.KIND, key, real, mode=0o700)
+        cache.put(program_exe.STAMP_KIND, key, program_exe.stamp())
+
+
+def test_what_is_compiled_whole(tmp_path):
+    from bril.ir.text import parse_program
+    prog = parse_program(DIVIDE)
+    assert program_exe.eligible(prog)
+    assert not program_exe.eligible(dict(prog, imports=[{"path": "x.bril", "functions": []}]))
+    big = dict(prog, functions=[dict(prog["functions"][0], instrs=[{"op": "nop"}] * (
+        program_exe.MAX_INSTRS + 1))])
+    assert not program_exe.eligible(big)
+    # A short run (over before the JIT's first look) leaves nothing to build.
+    _brili(["-p", "3", "1"], bril_json(DIVIDE), tmp_path, BRIL_JIT_PRECOMPILE="wait")
+    assert not os.path.exists(tmp_path / program_exe.KIND)
