@@ -97,3 +97,25 @@ def test_what_is_compiled_whole(tmp_path):
     # A short run (over before the JIT's first look) leaves nothing to build.
     _brili(["-p", "3", "1"], bril_json(DIVIDE), tmp_path, BRIL_JIT_PRECOMPILE="wait")
     assert not os.path.exists(tmp_path / program_exe.KIND)
+
+
+def test_the_server_builds_with_the_installed_bril_wherever_brili_starts(tmp_path):
+    # Started from a folder holding another `bril` package, the compile server
+    # still imports the one brili runs (it was started with `-m`, which puts the
+    # working folder first on its path: it built with other sources, under a stamp
+    # no run would accept).
+    import subprocess
+    import sys
+    from pathlib import Path
+    brili = Path(sys.executable).parent / "brili"
+    if not brili.exists():
+        pytest.skip("no installed brili script next to this Python")
+    (tmp_path / "bril").mkdir()
+    (tmp_path / "bril" / "__init__.py").write_text("import os\nos._exit(3)\n")
+    cache_dir = tmp_path / "cache"
+    program = bril_json(DIVIDE)
+    env = dict(os.environ, BRIL_CACHE_DIR=str(cache_dir), BRIL_JIT_PRECOMPILE="wait")
+    done = subprocess.run([str(brili), "-p", LONG, "7"], input=program, text=True,
+                          capture_output=True, cwd=tmp_path, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert program_exe.cached(CodeCache(str(cache_dir)), program_exe.key_of(program.encode(), False))

@@ -226,6 +226,7 @@ class Jit:
         # The key of the program's whole executable (`bril.backend.program_exe`), built
         # after a hot run; None: this run's command line was not the executable's.
         self.exe_key = exe_key
+        self.exe_asked = False
         self.compiled = None
         self.regions = {}               # (function, header) -> LoopRegion (or None: interpreted)
         self.all_regions = []           # in order of compilation
@@ -588,6 +589,14 @@ class Jit:
                                       self.level)
                     for blocks, entries in (candidates or [(None, None)])}
         self.asked[rid] = self.asking[what] = ask
+        if not self.exe_asked:
+            # (a run hot enough to ask: the server compiles the program whole when it
+            # has nothing else to do, so that a run right after this one is it)
+            self.exe_asked = True
+            exe = self._executable_wanted(None) \
+                if os.environ.get("BRIL_JIT_PRECOMPILE", "1") != "0" else None
+            if exe is not None:
+                server.whole(exe)
         return True
 
     def _in_cache(self, kind, index, candidates):

@@ -82,7 +82,9 @@ class CompileServer:
                 pass
         to_server, from_us = os.pipe()
         to_us, from_server = os.pipe()
-        argv = [sys.executable, "-m", "bril.backend.jit_server", self.cache.directory,
+        # (-P: the server imports the installed bril, as this run did -- not one in
+        # the folder it was started from, which `-m` would put first on its path)
+        argv = [sys.executable, "-P", "-m", "bril.backend.jit_server", self.cache.directory,
                 self.key, self.program, str(self.level), name]
         actions = [(os.POSIX_SPAWN_DUP2, to_server, 0), (os.POSIX_SPAWN_DUP2, from_server, 1),
                    (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_RDWR, 0)]
@@ -121,6 +123,12 @@ class CompileServer:
         rid = self.next_rid
         self.next_rid += 1
         return rid if self._send(("build", rid, what, candidates)) else None
+
+    def whole(self, exe):
+        """Ask for the program compiled whole under the key `exe`, when the server has
+        nothing else to build (`bril.backend.program_exe`)."""
+        if self.started and not self.broken:
+            self._send(("exe", exe))
 
     def poll(self):
         """The replies that have come, without waiting."""

@@ -32,6 +32,9 @@ Messages are a 4-byte length and a marshalled tuple each way:
                                       [(blocks, entries)], widest first, the first
                                       that lowers is built) or a whole function
                                       (what = index; candidates None)
+    ("exe", exe)                      build the program whole under the key `exe`
+                                      when nothing else is asked (a run hot enough to
+                                      ask for a unit: the next run is likely soon)
     ("finish", todo, wait, exe)       the run is over: build the program whole under
                                       the key `exe` (`bril.backend.program_exe`; None:
                                       not), then these too (as `what`s);
@@ -159,10 +162,10 @@ class building:
             os.close(self.fd)
 
 
-def being_built(cache, key):
-    """Is another process building unit `key` now?"""
+def being_built(cache, key, prefix="build-"):
+    """Is another process building unit `key` now (holding the lock PREFIX+KEY)?"""
     import fcntl
-    path = lock_path(cache, "build-" + key)
+    path = lock_path(cache, prefix + key)
     try:
         fd = os.open(path, os.O_RDONLY)
     except OSError:
@@ -329,7 +332,7 @@ class Server:
             return
         with building(self.cache, "exe-" + key):
             try:
-                program_exe.build(self.cache, key, self.prog)
+                program_exe.build_in_background(self.cache, key, self.prog)
                 return
             except Exception:
                 pass
@@ -396,11 +399,21 @@ def _session(servers, cache, level, reader, write, key, program):
     while True:
         # Everything already sent is queued, and its units locked as being built.
         while not queue or reader.pending():
+            if not queue and exe is not None and key is not None and not reader.pending():
+                # (nothing asked: the program whole, for the run after this one)
+                try:
+                    _server_for(servers, cache, key, program, level).build_executable(exe)
+                except Exception:
+                    pass
+                exe = None
+                continue
             message = reader.read()
             if message is None:
                 break
             if message[0] == "program":
                 key, program = message[1], message[2]
+            elif message[0] == "exe":
+                exe = message[1]
             elif message[0] in ("build", "finish") and key is not None:
                 queue.append(message)
                 if message[0] == "build":
@@ -415,7 +428,7 @@ def _session(servers, cache, level, reader, write, key, program):
         if message[0] == "finish":
             todo = list(message[1])
             ack = len(message) > 2 and message[2]
-            exe = message[3] if len(message) > 3 else None
+            exe = message[3] if len(message) > 3 else exe
             break
         _, rid, what, candidates = message
         t0 = time.perf_counter()
@@ -585,6 +598,12 @@ def receive(sock, timeout):
         return None
 
 
+# An idle server answers at once; one still serving another run (its connection
+# waits in the listener's backlog) would answer only once that run's builds are
+# done, while this run's sampler, holding the JIT's lock, waited for it.
+CLAIM_SECONDS = 0.05
+
+
 def claim(cache, level):
     """An idle server's connection (a socket, claimed: it answered `ready`), or None."""
     import _socket
@@ -597,14 +616,16 @@ def claim(cache, level):
     for name in names:
         if not (name.startswith(mine) and name.endswith(".sock")):
             continue
+        if being_built(cache, f"server-{name[len(mine):-len('.sock')]}", prefix=""):
+            continue                        # (serving another run: not idle)
         path = os.path.join(folder, name)
         sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
         try:
-            sock.settimeout(0.5)
+            sock.settimeout(CLAIM_SECONDS)
             with _address(folder, name) as address:
                 sock.connect(address)
             sock.sendall(frame(("hello",)))
-            if receive(sock, 0.5) == ("ready",):
+            if receive(sock, CLAIM_SECONDS) == ("ready",):
                 sock.settimeout(None)
                 return sock
         except ConnectionRefusedError:

@@ -9,8 +9,9 @@ its machine code depends on.  The next `brili` of the same bytes whose command
 line asks for nothing the interpreter alone does (only `-p`, `-f`, `--text`, `-L`
 and arguments; not `--jit-report`, `--hot`, `--tier`, `--no-jit`, `--no-cache`)
 finds it before parsing anything and executes it in its own place (`os.execv`):
-of the interpreter, only Python's start-up, a read and a hash remain.  Output, `-p` counts and errors are the executable's,
-which the tests hold to the interpreter's (`brilc` is the same compiler).
+of the interpreter, only Python's start-up, a read and a hash remain.  Output,
+`-p` counts and errors are the executable's, which the tests hold to the
+interpreter's (`brilc` is the same compiler).
 
 This is the tier for the short runs that dominate Bril use: a warm run of a
 program the reference interprets in 0.2-2 s spends most of its time starting up,
@@ -42,11 +43,10 @@ def stamp():
     """What an executable's machine code depends on besides the program, cheaply
     (stats, not reads: this is on the path of every warm run): our lowering and
     run-time library sources as the file system describes them, llvmlite's
-    version, the C compiler, this machine and Python, the level.  A changed source
+    version, the C compiler, this machine, the level.  A changed source
     always changes it (a new size or modification time)."""
     from ..cache.codecache import hasher
     from ..native_runtime import nativert
-    import sys
     h = hasher(b"bril-exe-1 level %d" % LEVEL)
     for path in nativert.native_sources() + [os.path.abspath(__file__)]:
         try:
@@ -57,7 +57,6 @@ def stamp():
     h.update(nativert._llvmlite_version().encode())
     h.update((nativert.c_compiler() or "").encode())
     h.update(nativert._host_identity().encode())
-    h.update(sys.executable.encode())
     return h.digest()
 
 
@@ -89,6 +88,31 @@ def eligible(prog):
     if prog.get("imports"):
         return False            # (its key would not cover the imported files)
     return sum(len(f.get("instrs") or ()) for f in prog.get("functions") or ()) <= MAX_INSTRS
+
+
+def build_in_background(cache, key, prog):
+    """`build` in a child process at the lowest CPU priority, waited for: a run
+    started meanwhile -- most often the same program again, right after -- gets the
+    machine first (its own compile server, or interpreting).  Raises BrilError if
+    the build failed."""
+    from ..ir.errors import BrilError
+    try:
+        pid = os.fork()
+    except (OSError, AttributeError):
+        return build(cache, key, prog)
+    if pid == 0:                    # (the child: never back into the caller's code)
+        code = 1
+        try:
+            os.nice(19)
+            build(cache, key, prog)
+            code = 0
+        except BaseException:
+            pass
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    if status != 0:
+        raise BrilError("the program could not be compiled whole")
 
 
 def build(cache, key, prog):
