@@ -593,7 +593,7 @@ class Jit:
             # (a run hot enough to ask: the server compiles the program whole when it
             # has nothing else to do, so that a run right after this one is it)
             self.exe_asked = True
-            exe = self._executable_wanted(None) \
+            exe = self._executable_wanted(self.profile) \
                 if os.environ.get("BRIL_JIT_PRECOMPILE", "1") != "0" else None
             if exe is not None:
                 server.whole(exe)

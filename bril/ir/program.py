@@ -7,7 +7,6 @@ fields they do not know, and ours carry them through.
 """
 
 from .errors import BrilError
-from .ops import OPS
 
 
 class _DecodeOptions:
@@ -51,6 +50,7 @@ def check_program(prog):
     The rules are `bril.ir.rules` (`bril-check` reports every problem they find);
     this raises the first.  A tight pass over every instruction of every program
     that imports the rules only when something looks unusual, to ask them what."""
+    from .ops import OPS        # (here: `read_input` alone, a warm run's, needs none)
     if type(prog) is not dict or type(prog.get("functions")) is not list \
             or type(prog.get("imports", ())) not in (list, tuple) or prog.get("imports"):
         _raise_header(prog, None)
