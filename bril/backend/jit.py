@@ -1011,6 +1011,9 @@ class Jit:
             return None
         if not program_exe.eligible(self.source[0]) or program_exe.cached(self.cache, self.exe_key):
             return None
+        from .jit_server import being_built
+        if being_built(self.cache, program_exe.KIND + "-" + self.exe_key):
+            return None             # (another run's server builds it: no server for it)
         return self.exe_key
 
     # --- compiling ----------------------------------------------------------------------

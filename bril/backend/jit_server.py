@@ -325,22 +325,56 @@ class Server:
 
     def build_executable(self, key):
         """The program compiled whole into the cache under `key`
-        (`bril.backend.program_exe`); if it cannot be, the profile says so, and no
-        later run asks again (with today's compiler)."""
+        (`bril.backend.program_exe`) by a process of its own at the lowest CPU
+        priority, which this server does not wait for: it serves on (a run started
+        meanwhile, most often the same program again, gets the machine and this
+        server first).  The process holds the build lock while it builds; if the
+        build fails, the profile says so, and no later run asks again (with today's
+        compiler)."""
         from . import program_exe
         if not self.load_program() or program_exe.cached(self.cache, key):
             return
-        with building(self.cache, "exe-" + key):
+        name = "build-" + program_exe.KIND + "-" + key
+        fd = open_lock(self.cache, name)
+        if fd is None:
+            return
+        import fcntl
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            pid = os.fork()
+        except OSError:             # (another process builds it; or no fork)
+            os.close(fd)
+            return
+        if pid == 0:
             try:
-                program_exe.build_in_background(self.cache, key, self.prog)
-                return
-            except Exception:
-                pass
+                if os.fork() == 0:  # (the grandchild builds: reaped by init, not us)
+                    # (nothing of the server's but the lock: no pipe or socket of a run)
+                    null = os.open(os.devnull, os.O_RDWR)
+                    for std in (0, 1, 2):
+                        os.dup2(null, std)
+                    os.closerange(3, fd)
+                    os.closerange(fd + 1, 1 << 20)
+                    os.nice(19)
+                    try:
+                        if not program_exe.cached(self.cache, key):
+                            program_exe.build(self.cache, key, self.prog)
+                    except Exception:
+                        self._mark_failed(program_exe.KIND)
+                    try:
+                        os.unlink(lock_path(self.cache, name))
+                    except OSError:
+                        pass
+            finally:
+                os._exit(0)
+        os.close(fd)                # (the lock stays held: the grandchild has it open)
+        os.waitpid(pid, 0)
+
+    def _mark_failed(self, what):
         from . import jitcache
         from .jitprofile import update_profile
 
         def add(profile):
-            jitcache.mark_tried(profile, program_exe.KIND, self.level)
+            jitcache.mark_tried(profile, what, self.level)
             return profile
         update_profile(self.cache, self.key, add, self.linked)
 
@@ -548,9 +582,12 @@ def _idle(servers, cache, level):
     try:
         os.makedirs(folder, mode=0o700, exist_ok=True)
         listener = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
-        with _address(folder, name) as address:
+        # (bound under a name no run looks for, listening, then renamed into place: a
+        # run connecting between bind and listen was refused, and removed the socket)
+        with _address(folder, "." + name) as address:
             listener.bind(address)
         listener.listen(4)
+        os.rename(os.path.join(folder, "." + name), path)
     except OSError:
         return
     try:
@@ -598,10 +635,11 @@ def receive(sock, timeout):
         return None
 
 
-# An idle server answers at once; one still serving another run (its connection
-# waits in the listener's backlog) would answer only once that run's builds are
-# done, while this run's sampler, holding the JIT's lock, waited for it.
-CLAIM_SECONDS = 0.05
+# An idle server answers at once (this bounds a busy machine's delay); one still
+# serving another run is skipped before connecting (`claim`): its connection would
+# wait in the listener's backlog until that run's builds were done, while this run's
+# sampler, holding the JIT's lock, waited for it.
+CLAIM_SECONDS = 0.5
 
 
 def claim(cache, level):

@@ -90,31 +90,6 @@ def eligible(prog):
     return sum(len(f.get("instrs") or ()) for f in prog.get("functions") or ()) <= MAX_INSTRS
 
 
-def build_in_background(cache, key, prog):
-    """`build` in a child process at the lowest CPU priority, waited for: a run
-    started meanwhile -- most often the same program again, right after -- gets the
-    machine first (its own compile server, or interpreting).  Raises BrilError if
-    the build failed."""
-    from ..ir.errors import BrilError
-    try:
-        pid = os.fork()
-    except (OSError, AttributeError):
-        return build(cache, key, prog)
-    if pid == 0:                    # (the child: never back into the caller's code)
-        code = 1
-        try:
-            os.nice(19)
-            build(cache, key, prog)
-            code = 0
-        except BaseException:
-            pass
-        finally:
-            os._exit(code)
-    _, status = os.waitpid(pid, 0)
-    if status != 0:
-        raise BrilError("the program could not be compiled whole")
-
-
 def build(cache, key, prog):
     """Compile `prog` whole into the cache under `key` (as `brilc` would); raises
     BrilError (or LLVM's errors) if it cannot be built or kept."""
