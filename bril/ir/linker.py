@@ -35,6 +35,9 @@ class LinkedProgram:
         self.module_of = []             # global index -> Module
         self.modules = {}               # real path -> Module
         self.main_module = None
+        # (bril.backend.jitprofile's digests of the program, made once: functions are
+        # added only while linking, never changed after)
+        self.program_key_memo = self.profile_key_memo = None
 
     def add_module(self, module, functions):
         for f in functions:
