@@ -2,8 +2,9 @@
 
 A program that ran hot under the JIT (the run wanted native code, or found code
 worth building for the next run) and imports nothing is also compiled whole, as
-`brilc` compiles it, by the compile server once the run is over (after the units
-the run itself asked for).  The executable goes into the code cache under a key
+`brilc` compiles it, by the compile server (`bril.backend.jit_server`: once it has
+nothing the run asked for to build, during the run or after it), in a process of
+its own at the lowest CPU priority.  The executable goes into the code cache under a key
 of the program's bytes exactly as `brili` read them, beside the `stamp` of what
 its machine code depends on.  The next `brili` of the same bytes whose command
 line asks for nothing the interpreter alone does (only `-p`, `-f`, `--text`, `-L`
