@@ -205,8 +205,9 @@ def test_a_later_run_claims_the_idle_server(tmp_path, monkeypatch):
     first = CompileServer(cache, jit.profile_key, program_key(compiled.linked), 2)
     assert first.start(jit.source) and first.pid is not None
     first.finish([], wait=True)
+    # (listening: its socket renamed into place, no longer under a hidden name)
     _wait(lambda: os.path.isdir(jit_server.servers_folder(cache))
-          and os.listdir(jit_server.servers_folder(cache)))
+          and any(not n.startswith(".") for n in os.listdir(jit_server.servers_folder(cache))))
     second = CompileServer(cache, jit.profile_key, program_key(compiled.linked), 2)
     assert second.start(jit.source) and second.pid is None and second.sock is not None
     # (claimed: nobody else can claim it until this run lets it go)
