@@ -1012,7 +1012,7 @@ class Jit:
         if not program_exe.eligible(self.source[0]) or program_exe.cached(self.cache, self.exe_key):
             return None
         from .jit_server import being_built
-        if being_built(self.cache, program_exe.KIND + "-" + self.exe_key):
+        if being_built(self.cache, program_exe.build_lock(self.exe_key)):
             return None             # (another run's server builds it: no server for it)
         return self.exe_key
 

@@ -334,7 +334,7 @@ class Server:
         from . import program_exe
         if not self.load_program() or program_exe.cached(self.cache, key):
             return
-        name = "build-" + program_exe.KIND + "-" + key
+        name = "build-" + program_exe.build_lock(key)
         fd = open_lock(self.cache, name)
         if fd is None:
             return

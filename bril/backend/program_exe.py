@@ -61,6 +61,12 @@ def stamp():
     return h.digest()
 
 
+def build_lock(key):
+    """The name of the lock (`bril.backend.jit_server.building`'s, without its
+    "build-") a process holds while it builds the executable of `key`."""
+    return KIND + "-" + key
+
+
 def find(cache, key):
     """The path of the executable stored under `key` if it was built by today's
     compiler, else None."""
