@@ -3,13 +3,14 @@
 - The real `turnt` command runs every env of turnt.toml that applies to our
   programs: `brili` (the tiered engine, as users run it: stdout against X.out,
   the `total_dyn_inst` line against X.prof; a program that errors, e.g. leaks
-  memory, exits 2 and fails too), `opt` (after `bril-opt -O`: X.out and
-  X.opt.prof), `trace` (the program `brili --trace` writes: X.out and
+  memory, exits 2 and fails too), `trace` (the program `brili --trace` writes: X.out and
   X.trace.prof), `aot` (a `brilc` executable: X.out and X.prof), `jit` (`--jit
   --hot 5`) -- `brili` and `jit` each twice on one fresh code cache, cold then
   warm -- and `text` (text -> JSON -> text round trip) over one program per
   folder: test_text.py already round-trips all of them in process, so here it
-  only checks that the env works on our files.
+  only checks that the env works on our files.  `opt` (after `bril-opt -O`: X.out
+  and X.opt.prof) runs in test_passes.py on one program per folder; every
+  program's X.opt.prof is checked there in process.
 - Every program carries the metadata later tools rely on: an ARGS line, an
   ALT-ARGS line after it, and both snapshot files in the corpus layout.
 - The ALT-ARGS inputs (no snapshots: they exist to test traces on inputs they
@@ -30,7 +31,9 @@ from corpus import BENCHMARKS, CONFORMANCE, ROOT, bril_files, turnt_run
 
 PROGRAMS = bril_files(root=BENCHMARKS)
 ONE_PER_FOLDER = sorted({p.parent: p for p in PROGRAMS}.values())
-TURNT_RUNS = {"brili": PROGRAMS, "text": ONE_PER_FOLDER, "opt": PROGRAMS, "trace": PROGRAMS,
+# (`opt` runs in test_passes, on one program per folder: its X.opt.prof snapshots are
+# checked there in process, for every program, against the same -O pipeline)
+TURNT_RUNS = {"brili": PROGRAMS, "text": ONE_PER_FOLDER, "trace": PROGRAMS,
               "aot": PROGRAMS, "jit": PROGRAMS}
 # Envs run twice on one fresh code cache: cold, then warm (code from the cache).
 COLD_AND_WARM = {"brili", "jit"}
@@ -38,7 +41,7 @@ COLD_AND_WARM = {"brili", "jit"}
 # the interpreter alone (BRIL_JIT=0), their snapshots are the tool's.  The tiered
 # engine is the brili and jit envs' (a compile server per run of 90 programs
 # doubled these envs' CPU time).
-INTERPRETER_ALONE = {"opt", "trace"}
+INTERPRETER_ALONE = {"trace"}
 
 
 def _id(path):

@@ -86,6 +86,11 @@ def test_pipeline_preserves_behaviour(path, pipeline):
     assert got[1] == expected[1]
     if pipeline not in MAY_ADD_INSTRUCTIONS and expected[2] is not None:
         assert got[2] <= expected[2]
+    snapshot = path.with_suffix(".opt.prof")
+    if pipeline == "-O" and snapshot.exists():
+        # (turnt's `opt` env writes this snapshot; test_turnt_opt_env_on_one_program_per_folder
+        # runs that env itself, as `bril-opt -O | brili -p`, on one program per folder)
+        assert f"total_dyn_inst: {got[2]}" == snapshot.read_text().strip()
 
 
 @pytest.mark.parametrize("path", PROGRAMS, ids=_id)

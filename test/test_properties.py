@@ -311,7 +311,7 @@ def test_text_commands_agree_with_api(prog):
 # (Each property draws its programs once and checks every engine or pass on each:
 # drawing a program costs more than most runs of it.)
 
-@examples(150)
+@examples(110)
 @given(case=strategies.cases(strategies.ENGINE_TESTING))
 def test_engines_agree_with_simple_interpreter(case):
     """Every engine, and `brili`'s checking mode (5): the range facts the generated
@@ -328,7 +328,7 @@ def test_engines_agree_with_simple_interpreter(case):
 
 # --- 3. passes preserve behaviour ---------------------------------------------------
 
-@examples(60)
+@examples(45)
 @given(case=strategies.cases())
 def test_transformations_preserve_behaviour(case):
     """Every pass alone and `-O`; and the range facts hold in `-O`'s output (SSA-like
@@ -358,7 +358,7 @@ def test_pass_pipelines_preserve_behaviour(case, data):
 
 # --- 4. traces recorded on one input, run on another -------------------------------
 
-@examples(100)
+@examples(70)
 @given(case=strategies.cases(strategies.TRACE_TESTING))
 def test_traces_on_one_input_run_on_another(case):
     """Every tracer; and the range facts hold in the traced programs (guards,
