@@ -23,7 +23,9 @@ never an error: the run goes on without the cache and prints the same.
 
 Size: entries are touched when read; when the store grows past its bound
 (`$BRIL_CACHE_SIZE` bytes, default 256 MB) the least recently used are removed
-down to 80% of it.
+down to 80% of it.  Measuring the store walks every entry (20 ms for a thousand),
+so a process measures it at its first write only if no process did in the last
+minute (the `.evicted` stamp's time), and after every 64 writes of its own.
 """
 
 import marshal
@@ -34,6 +36,7 @@ _DIGEST = 32
 DEFAULT_LIMIT = 256 * 1024 * 1024
 _TOUCH_INTERVAL = 60.0          # seconds; a hit refreshes an older entry's time
 _CHECK_EVERY = 64               # writes between size checks (per process, plus the first)
+_CHECK_INTERVAL = 60.0          # seconds; a process's first write checks if none did since
 
 
 def default_directory():
@@ -204,8 +207,27 @@ class CodeCache:
             if tmp is not None:
                 self._remove(tmp)
         self.writes += 1
-        if self.writes % _CHECK_EVERY == 1:
+        if self.writes % _CHECK_EVERY == 1 and (self.writes > 1 or self._check_due()):
             self.evict()
+        return True
+
+    def _check_due(self):
+        """Has no process measured the store for a while?  (Then this one will: the
+        stamp's time is now.)"""
+        stamp = os.path.join(self.directory, ".evicted")     # (not an entry: a dot name)
+        try:
+            import time
+            now = time.time()
+            if now - os.stat(stamp).st_mtime < _CHECK_INTERVAL:
+                return False
+            os.utime(stamp, (now, now))
+        except FileNotFoundError:
+            try:
+                os.close(os.open(stamp, os.O_WRONLY | os.O_CREAT, 0o600))
+            except OSError:
+                pass
+        except OSError:
+            pass
         return True
 
     @staticmethod
