@@ -14,10 +14,18 @@ of `brili`s (0.07 s each with bytecode here, 0.14 s without)."""
 
 import atexit
 import compileall
+import importlib.util
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
+
+# `python -m pytest` puts the checkout first on the path, where `bril/` lacks the
+# folders installed into it (`cli/`, `passes/`): the tests import the installed
+# package (a strict editable install's links under build/, or the default kind's hook).
+_ROOT = Path(__file__).resolve().parent.parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _ROOT]
 
 _CACHE = tempfile.mkdtemp(prefix="bril-test-cache-")
 os.environ["BRIL_CACHE_DIR"] = _CACHE
@@ -26,4 +34,8 @@ os.environ.setdefault("BRIL_TRACE_GROWTH_PRICE", "0")
 atexit.register(shutil.rmtree, _CACHE, True)
 
 for _folder in ("bril", "cli", "passes"):
-    compileall.compile_dir(Path(__file__).resolve().parent.parent / _folder, quiet=2)
+    compileall.compile_dir(_ROOT / _folder, quiet=2)
+# (a strict editable install imports the package from its tree of links under build/)
+_installed = importlib.util.find_spec("bril")
+if _installed is not None and _installed.submodule_search_locations:
+    compileall.compile_dir(_installed.submodule_search_locations[0], quiet=2)

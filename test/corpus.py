@@ -66,7 +66,7 @@ def turnt_run(args, env=None, **kwargs):
     import sys
     environment = dict(os.environ if env is None else env)
     environment["PATH"] = str(Path(sys.executable).parent) + os.pathsep + environment.get("PATH", "")
-    return subprocess.run([sys.executable, "-m", "turnt", *args], env=environment,
+    return subprocess.run([sys.executable, "-P", "-m", "turnt", *args], env=environment,
                           capture_output=True, text=True, **kwargs)
 
 

@@ -13,7 +13,7 @@ from bril.interpreter import interp
 from bril.ir.errors import BrilError
 from bril.ir.text import parse_program
 
-BRILI = [sys.executable, "-m", "bril.cli.brili"]
+BRILI = [sys.executable, "-P", "-m", "bril.cli.brili"]
 
 
 def run_outcome(prog, args=(), **options):

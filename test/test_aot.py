@@ -432,7 +432,7 @@ def test_every_op_is_lowered_or_declared_unsupported():
 
 
 def brilc(args, input=None, cwd=None):
-    return subprocess.run([sys.executable, "-m", "bril.cli.brilc", *args], input=input,
+    return subprocess.run([sys.executable, "-P", "-m", "bril.cli.brilc", *args], input=input,
                           capture_output=True, cwd=cwd, timeout=120)
 
 

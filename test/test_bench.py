@@ -28,7 +28,7 @@ from corpus import program_text
 BIN = str(Path(sys.executable).parent)
 # Pipelines call our console scripts: find the ones installed next to this Python.
 ENV = {**os.environ, "PATH": BIN + os.pathsep + os.environ.get("PATH", "")}
-BRIL_BENCH = [sys.executable, "-m", "bril.cli.bril_bench"]
+BRIL_BENCH = [sys.executable, "-P", "-m", "bril.cli.bril_bench"]
 
 
 def bril_bench(*args, cwd):

@@ -3,14 +3,15 @@
 - The real `turnt` command runs every env of turnt.toml that applies to our
   programs: `brili` (the tiered engine, as users run it: stdout against X.out,
   the `total_dyn_inst` line against X.prof; a program that errors, e.g. leaks
-  memory, exits 2 and fails too), `trace` (the program `brili --trace` writes: X.out and
-  X.trace.prof), `aot` (a `brilc` executable: X.out and X.prof), `jit` (`--jit
-  --hot 5`) -- `brili` and `jit` each twice on one fresh code cache, cold then
-  warm -- and `text` (text -> JSON -> text round trip) over one program per
-  folder: test_text.py already round-trips all of them in process, so here it
-  only checks that the env works on our files.  `opt` (after `bril-opt -O`: X.out
-  and X.opt.prof) runs in test_passes.py on one program per folder; every
-  program's X.opt.prof is checked there in process.
+  memory, exits 2 and fails too) twice on one fresh code cache, cold then warm,
+  over every program; `jit` (`--jit --hot 5`, cold then warm too), `trace` (the
+  program `brili --trace` writes: X.out and X.trace.prof), `aot` (a `brilc`
+  executable: X.out and X.prof) and `text` (text -> JSON -> text round trip) over
+  one program per folder: test_jit.py, test_trace.py, test_aot.py and test_text.py
+  check every program in process, so here they only check that the env works on
+  our files.  `opt` (after
+  `bril-opt -O`: X.out and X.opt.prof) runs in test_passes.py on one program per
+  folder; every program's X.opt.prof is checked there in process.
 - Every program carries the metadata later tools rely on: an ARGS line, an
   ALT-ARGS line after it, and both snapshot files in the corpus layout.
 - The ALT-ARGS inputs (no snapshots: they exist to test traces on inputs they
@@ -31,10 +32,15 @@ from corpus import BENCHMARKS, CONFORMANCE, ROOT, bril_files, turnt_run
 
 PROGRAMS = bril_files(root=BENCHMARKS)
 ONE_PER_FOLDER = sorted({p.parent: p for p in PROGRAMS}.values())
-# (`opt` runs in test_passes, on one program per folder: its X.opt.prof snapshots are
-# checked there in process, for every program, against the same -O pipeline)
-TURNT_RUNS = {"brili": PROGRAMS, "text": ONE_PER_FOLDER, "trace": PROGRAMS,
-              "aot": PROGRAMS, "jit": PROGRAMS}
+# Envs whose every program is also checked in process against the same snapshots run
+# here on one program per folder (the command itself works on our files): `trace`
+# (test_trace.py, at the users' growth price, against X.trace.prof), `aot`
+# (test_aot.py builds and runs every one) and `jit` (test_jit.py runs every one
+# under the JIT; here cold, then warm from the units the cold round left).  `opt`
+# runs in test_passes.py, on one program per folder; every X.opt.prof is checked
+# there in process.
+TURNT_RUNS = {"brili": PROGRAMS, "text": ONE_PER_FOLDER, "trace": ONE_PER_FOLDER,
+              "aot": ONE_PER_FOLDER, "jit": ONE_PER_FOLDER}
 # Envs run twice on one fresh code cache: cold, then warm (code from the cache).
 COLD_AND_WARM = {"brili", "jit"}
 # Envs whose `brili` runs a program another tool made (-O's, the tracer's): run by

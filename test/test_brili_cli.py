@@ -16,8 +16,8 @@ import pytest
 from corpus import CONFORMANCE, args_of
 from bril.ir.text import parse_program
 
-BRILI = [sys.executable, "-m", "bril.cli.brili"]
-BRIL2JSON = [sys.executable, "-m", "bril.cli.bril2json"]
+BRILI = [sys.executable, "-P", "-m", "bril.cli.brili"]
+BRIL2JSON = [sys.executable, "-P", "-m", "bril.cli.bril2json"]
 
 FACT = CONFORMANCE / "benchmarks" / "core" / "fact.bril"
 LINKING = CONFORMANCE / "test" / "linking"
@@ -160,7 +160,7 @@ def test_json_input_does_not_import_lark_or_llvmlite():
             "try:\n    brili.main(['5'])\nexcept SystemExit:\n    pass\n"
             "print(sorted(m for m in ('lark', 'llvmlite') if m in sys.modules), "
             "file=sys.stderr)\n")
-    proc = subprocess.run([sys.executable, "-c", code], input=json.dumps(ADD_ONE).encode(),
+    proc = subprocess.run([sys.executable, "-P", "-c", code], input=json.dumps(ADD_ONE).encode(),
                           capture_output=True, timeout=120)
     assert proc.stdout == b"6\n"
     assert proc.stderr == b"[]\n"
@@ -174,7 +174,7 @@ def test_jit_leaves_a_program_that_cannot_get_hot_to_the_interpreter(tmp_path):
             "try:\n    brili.main(['--jit', '-p', '5'])\nexcept SystemExit:\n    pass\n"
             "print('bril.backend.jit' in sys.modules, file=sys.stderr)\n")
     env = dict(os.environ, BRIL_CACHE_DIR=str(tmp_path))
-    proc = subprocess.run([sys.executable, "-c", code], input=json.dumps(ADD_ONE).encode(),
+    proc = subprocess.run([sys.executable, "-P", "-c", code], input=json.dumps(ADD_ONE).encode(),
                           capture_output=True, timeout=120, env=env)
     assert proc.stdout == b"6\n"
     assert proc.stderr == b"total_dyn_inst: 3\nFalse\n"

@@ -17,7 +17,7 @@ from corpus import ROOT, args_of
 
 BUGS = ROOT.parent / "shared" / "bugs"
 PROGRAMS = sorted(BUGS.glob("*.bril")) if BUGS.exists() else []
-BRILI = [sys.executable, "-m", "bril.cli.brili"]
+BRILI = [sys.executable, "-P", "-m", "bril.cli.brili"]
 TIME_LIMIT = 60
 
 

@@ -149,7 +149,7 @@ def test_broken_programs(name):
 # --- the command -----------------------------------------------------------------------
 
 def _run(args, stdin=b""):
-    return subprocess.run([sys.executable, "-m", "bril.cli.bril_check", *args],
+    return subprocess.run([sys.executable, "-P", "-m", "bril.cli.bril_check", *args],
                           input=stdin, capture_output=True)
 
 
@@ -190,7 +190,7 @@ def test_json_check_imports_no_lark():
             "sys.stdin = io.TextIOWrapper(io.BytesIO(b'{\"functions\": []}')); "
             "code = bril_check._body([]); assert code == 0, code; "
             "assert 'lark' not in sys.modules; print('ok')")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True)
+    r = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True)
     assert r.stdout == b"ok\n", r.stderr
 
 

@@ -128,7 +128,9 @@ def test_every_page_has_commands_and_the_readme_is_short():
     assert len((ROOT / "README.md").read_text().splitlines()) <= 350
     # the set-up commands are the ones CI runs (.ci/run)
     setup = [c for _, c in sh_lines(ROOT / "README.md")][:2]
-    assert setup[0].startswith("pip install -e '.[test]' ")
+    assert setup[0].startswith("pip install -e '.[test]' --config-settings editable_mode=strict ")
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert all(command.split("  #")[0].strip() in ci for command in setup)
     assert setup[1].startswith("python -m pytest ")
 
 

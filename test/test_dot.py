@@ -336,7 +336,7 @@ def test_the_traced_program_is_drawn_with_its_guard_failures():
 
 # --- the command ------------------------------------------------------------------------
 
-BRIL2DOT = [sys.executable, "-m", "bril.cli.bril2dot"]
+BRIL2DOT = [sys.executable, "-P", "-m", "bril.cli.bril2dot"]
 
 
 def bril2dot(*args, stdin, cwd=None):

@@ -339,7 +339,7 @@ def test_a_short_jit_run_never_starts_the_jit(tmp_path):
             "try:\n    brili.main(['--jit', '-p', '10'])\nexcept SystemExit:\n    pass\n"
             "print(sorted(m for m in ('bril.backend.jit', 'bril.backend.jitcache', 'llvmlite') "
             "if m in sys.modules), file=sys.stderr)\n")
-    proc = subprocess.run([sys.executable, "-c", code], input=json.dumps(
+    proc = subprocess.run([sys.executable, "-P", "-c", code], input=json.dumps(
         parse_program(PROFILE_PROGRAM)).encode(), capture_output=True, timeout=120,
         env=dict(os.environ, BRIL_CACHE_DIR=str(tmp_path)))
     assert proc.stdout == b"90\n"

@@ -55,7 +55,7 @@ def invocation(entry):
     """Run the entry point itself, so a command declared but not yet
     reinstalled is still tested."""
     module, func = entry.split(":")
-    return [sys.executable, "-c", f"import {module} as m; m.{func}()"]
+    return [sys.executable, "-P", "-c", f"import {module} as m; m.{func}()"]
 
 
 @dataclass

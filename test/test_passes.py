@@ -384,7 +384,7 @@ def test_passes_keep_unknown_fields():
 def bril_opt(*args, stdin=b""):
     """Run the installed `bril-opt` console script (as users do)."""
     script = Path(sys.executable).parent / "bril-opt"
-    cmd = [str(script)] if script.exists() else [sys.executable, "-m", "bril.cli.bril_opt"]
+    cmd = [str(script)] if script.exists() else [sys.executable, "-P", "-m", "bril.cli.bril_opt"]
     return subprocess.run(cmd + list(args), input=stdin, capture_output=True, timeout=120)
 
 

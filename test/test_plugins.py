@@ -256,14 +256,14 @@ def test_optimizing_imports_no_dataclasses():
             "import bril.cli.brili, bril.passes.registry, bril.tracing.tracer\n"
             "bril.passes.registry.optimize({'functions': [{'name': 'main', 'instrs': []}]})\n"
             "print(sorted((set(sys.modules) - before) & {'dataclasses', 'inspect', 'ast'}))")
-    r = _run([sys.executable, "-c", code])
+    r = _run([sys.executable, "-P", "-c", code])
     assert r.returncode == 0, r.stderr
     assert r.stdout == b"[]\n"
 
 
 def test_plain_brili_imports_no_plugin_machinery():
     prog = b'{"functions": [{"name": "main", "instrs": []}]}'
-    r = _run([sys.executable, "-X", "importtime", "-m", "bril.cli.brili"], prog)
+    r = _run([sys.executable, "-P", "-X", "importtime", "-m", "bril.cli.brili"], prog)
     assert r.returncode == 0
     imported = r.stderr.decode()
     assert "importlib.metadata" not in imported and "bril.passes" not in imported

@@ -2,7 +2,9 @@
 
 For every benchmark (the corpus's and ours): trace on its ARGS, then run the
 traced program; stdout must be identical.  Our programs with an `# ALT-ARGS:`
-line are also run on that other input, which the traces were not built from.
+line are also run on that other input, which the traces were not built from;
+they are traced as users trace them (the default growth price) and their traced
+count is turnt's X.trace.prof snapshot.
 """
 
 
@@ -12,17 +14,21 @@ from bril.interpreter import interp
 from bril.analysis.cfg import CFG
 from bril.ir.errors import BrilError
 from bril.ir.text import parse_program
+from bril.tracing.trace_cost import DEFAULT_GROWTH_PRICE
 from bril.tracing.trace_emit import count_ops
 from bril.ir.tracelabels import MARK
 from bril.tracing.tracer import trace_program
 
 from corpus import (BENCHMARKS, CONFORMANCE, alt_args_of, args_of, bril_files, case_id,
-                    our_programs, program_text)
+                    program_text)
 from helpers import run_brili
 
+# (ours: every program, the typed twins of the dynamic family too, traced as users trace
+# them -- at the default growth price -- and checked against turnt's X.trace.prof
+# snapshot; test_benchmarks_snapshots runs the `trace` env itself on one per folder)
 CASES = ([pytest.param(p, CONFORMANCE, id=case_id(p)) for p in bril_files("benchmarks")]
          + [pytest.param(p, BENCHMARKS, id="ours/" + case_id(p, BENCHMARKS))
-            for p in our_programs()])
+            for p in bril_files(root=BENCHMARKS)])
 
 
 def load(path):
@@ -34,12 +40,17 @@ def test_traced_program_prints_the_same(path, root):
     prog = load(path)
     args = args_of(path)
     expected = (path.with_suffix(".out")).read_text()
-    result = trace_program(prog, args)
+    snapshot = path.with_suffix(".trace.prof")
+    ours = root == BENCHMARKS
+    # (the conftest's price, 0, elsewhere: more traces on short runs)
+    result = trace_program(prog, args, growth_price=DEFAULT_GROWTH_PRICE if ours else None)
     # The tracer's own check ran the traced program on the training input.
     assert result.output == expected
     assert result.traced_output == expected
     # Never more instructions than the original on the training input.
     assert result.traced_count <= result.original_count
+    if ours:
+        assert f"total_dyn_inst: {result.traced_count}" == snapshot.read_text().strip()
     # No code the splice left unreachable (it would only cost set-up and size).
     for func in result.program["functions"]:
         if not any(i.get("op") == "phi" for i in func.get("instrs", ())):
