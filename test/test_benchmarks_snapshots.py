@@ -9,9 +9,9 @@
   executable: X.out and X.prof) and `text` (text -> JSON -> text round trip) over
   one program per folder: test_jit.py, test_trace.py, test_aot.py and test_text.py
   check every program in process, so here they only check that the env works on
-  our files.  `opt` (after
-  `bril-opt -O`: X.out and X.opt.prof) runs in test_passes.py on one program per
-  folder; every program's X.opt.prof is checked there in process.
+  our files.  `opt` (after `bril-opt -O`: X.out and X.opt.prof) runs in
+  test_passes.py on one program per folder; every program's X.opt.prof is checked
+  there in process.
 - Every program carries the metadata later tools rely on: an ARGS line, an
   ALT-ARGS line after it, and both snapshot files in the corpus layout.
 - The ALT-ARGS inputs (no snapshots: they exist to test traces on inputs they
@@ -43,10 +43,10 @@ TURNT_RUNS = {"brili": PROGRAMS, "text": ONE_PER_FOLDER, "trace": ONE_PER_FOLDER
               "aot": ONE_PER_FOLDER, "jit": ONE_PER_FOLDER}
 # Envs run twice on one fresh code cache: cold, then warm (code from the cache).
 COLD_AND_WARM = {"brili", "jit"}
-# Envs whose `brili` runs a program another tool made (-O's, the tracer's): run by
-# the interpreter alone (BRIL_JIT=0), their snapshots are the tool's.  The tiered
-# engine is the brili and jit envs' (a compile server per run of 90 programs
-# doubled these envs' CPU time).
+# Envs whose `brili` runs a program another tool made (the tracer's): run by the
+# interpreter alone (BRIL_JIT=0), their snapshots are the tool's.  The tiered
+# engine is the brili and jit envs' (a compile server per run doubled the env's
+# CPU time).
 INTERPRETER_ALONE = {"trace"}
 
 
