@@ -123,6 +123,34 @@ def test_a_unit_another_process_is_building_is_waited_for(tmp_path):
     assert not being_built(cache, ukey)
 
 
+def test_waiting_for_builds_sees_a_build_handed_on_after_its_first_look(tmp_path):
+    # A server ends its session after handing its executable's build to a process of
+    # its own, under a lock made then: BRIL_JIT_PRECOMPILE=wait waits for that too.
+    import fcntl
+    import threading
+    from bril.backend.jit_server import open_lock, wait_for_builds
+    cache = CodeCache(str(tmp_path))
+    server = open_lock(cache, "server-1")
+    fcntl.flock(server, fcntl.LOCK_EX)
+    released = []
+
+    def hand_on():
+        time.sleep(0.2)
+        build = open_lock(cache, "build-exe")
+        fcntl.flock(build, fcntl.LOCK_EX)
+        os.close(server)                    # (the server's session ends)
+        time.sleep(0.3)
+        released.append(time.monotonic())
+        os.close(build)
+
+    thread = threading.Thread(target=hand_on)
+    thread.start()
+    wait_for_builds(cache)
+    done = time.monotonic()
+    thread.join()
+    assert released and done >= released[0]
+
+
 def test_the_next_run_is_warm_whatever_the_timing(tmp_path):
     # A first run that ends while its server still builds, a run right after it
     # that waits for every build in flight (BRIL_JIT_PRECOMPILE=wait): then every

@@ -185,26 +185,33 @@ def wait_for_builds(cache, timeout=600.0):
     import fcntl
     folder = os.path.join(cache.directory, "locks")
     deadline = time.monotonic() + timeout
-    try:
-        names = [n for n in os.listdir(folder) if n.startswith(("server-", "build-"))]
-    except OSError:
-        return
-    for name in names:
+    waited = True
+    # (again until no lock was held: a server that ends its session has first handed
+    # its executable's build to a process of its own, under a lock made after the
+    # first look at the folder)
+    while waited:
+        waited = False
         try:
-            fd = os.open(os.path.join(folder, name), os.O_RDONLY)
+            names = [n for n in os.listdir(folder) if n.startswith(("server-", "build-"))]
         except OSError:
-            continue
-        try:
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-                    break
-                except OSError:
-                    if time.monotonic() > deadline:
-                        return
-                    time.sleep(0.01)
-        finally:
-            os.close(fd)
+            return
+        for name in names:
+            try:
+                fd = os.open(os.path.join(folder, name), os.O_RDONLY)
+            except OSError:
+                continue
+            try:
+                while True:
+                    try:
+                        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                        break
+                    except OSError:
+                        if time.monotonic() > deadline:
+                            return
+                        waited = True
+                        time.sleep(0.01)
+            finally:
+                os.close(fd)
 
 
 # --- the server ------------------------------------------------------------------------
