@@ -42,22 +42,17 @@ def key_of(data, as_text):
 
 def stamp():
     """What an executable's machine code depends on besides the program, cheaply
-    (stats, not reads: this is on the path of every warm run): our lowering and
-    run-time library sources as the file system describes them, llvmlite's
-    version, the C compiler, this machine, the level.  A changed source
-    always changes it (a new size or modification time)."""
+    (stats, not reads: this is on the path of every warm run): what native code
+    depends on (`nativert.native_digest`: our lowering and run-time sources,
+    llvmlite, the C compiler, this machine) at the level, and this module."""
     from ..cache.codecache import hasher
     from ..native_runtime import nativert
-    h = hasher(b"bril-exe-1 level %d" % LEVEL)
-    for path in nativert.native_sources() + [os.path.abspath(__file__)]:
-        try:
-            st = os.stat(path)
-        except OSError:
-            return None
-        h.update(repr((path, st.st_size, st.st_mtime_ns)).encode())
-    h.update(nativert._llvmlite_version().encode())
-    h.update((nativert.c_compiler() or "").encode())
-    h.update(nativert._host_identity().encode())
+    try:
+        h = hasher(b"bril-exe-2" + nativert.native_digest(LEVEL))
+        st = os.stat(os.path.abspath(__file__))
+    except OSError:
+        return None
+    h.update(repr((st.st_size, st.st_mtime_ns)).encode())
     return h.digest()
 
 
