@@ -45,15 +45,13 @@ def stamp():
     (stats, not reads: this is on the path of every warm run): what native code
     depends on (`nativert.native_digest`: our lowering and run-time sources,
     llvmlite, the C compiler, this machine) at the level, and this module."""
-    from ..cache.codecache import hasher
+    from ..cache.codecache import hasher, source_digest
     from ..native_runtime import nativert
     try:
-        h = hasher(b"bril-exe-2" + nativert.native_digest(LEVEL))
-        st = os.stat(os.path.abspath(__file__))
+        return hasher(b"bril-exe-2" + nativert.native_digest(LEVEL)
+                      + source_digest(b"", [os.path.abspath(__file__)])).digest()
     except OSError:
         return None
-    h.update(repr((st.st_size, st.st_mtime_ns)).encode())
-    return h.digest()
 
 
 def build_lock(key):

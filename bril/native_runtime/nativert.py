@@ -304,19 +304,15 @@ def native_sources():
 
 def native_digest(level):
     """What machine code depends on besides the program, hashed without importing
-    llvmlite: our lowering and run-time library sources as the file system
-    describes them (stats, not reads: hashing their 270 KB cost every run that
-    looked for a unit 2 ms; a changed source has a new size or modification
-    time), llvmlite's version (it ships its LLVM), the optimisation level, the C
-    compiler, and this machine (architecture, CPU model and features as the
-    kernel reports them).  OSError if a source is missing."""
+    llvmlite: our lowering and run-time library sources (`source_digest`: as the
+    file system describes them), llvmlite's version (it ships its LLVM), the
+    optimisation level, the C compiler, and this machine (architecture, CPU model
+    and features as the kernel reports them).  OSError if a source is missing."""
     global _native_digest
-    from ..cache.codecache import hasher
+    from ..cache.codecache import hasher, source_digest
     if _native_digest is None:
         h = hasher(b"bril-native-3")
-        for path in native_sources():
-            st = os.stat(path)
-            h.update(repr((path, st.st_size, st.st_mtime_ns)).encode())
+        h.update(source_digest(b"sources", native_sources()))
         h.update(_llvmlite_version().encode())
         h.update((c_compiler() or "").encode())
         h.update(_host_identity().encode())
