@@ -66,8 +66,8 @@ def hasher(data=b""):
 def source_digest(salt, paths):
     """The digest of our own source files for the cache keys, as the file system
     describes them: path, size, modification time (stats, not reads: hashing the
-    generator's 220 KB cost every run that used the cache 2 ms; an edited file has a
-    new size or time).  OSError if one is missing."""
+    generator's 220 KB cost every run that used the cache 0.6 ms, their stats 0.06 ms;
+    an edited file has a new size or time).  OSError if one is missing."""
     h = hasher(salt)
     for path in paths:
         st = os.stat(path)
