@@ -6,8 +6,9 @@ happens when an assumption stops holding.
 - An `any` parameter the calls the cold tier ran all passed one kind is assumed to
   hold it: one test on entry, typed code after it (`FunctionCode.assumed_kinds`); a
   call that breaks the assumption runs the generic variant, and a function whose
-  assumptions keep failing is bound to its generic variant for the rest of the run
-  (`CompiledProgram.miss`).
+  assumptions fail in RESPECIALIZE_AFTER calls that all pass other kinds (a phase of
+  the run) is regenerated for those, once; one whose assumptions keep failing is
+  bound to its generic variant for the rest of the run (`CompiledProgram.miss`).
 
 Every run must print and count exactly what the cold tier (which assumes nothing)
 does.
@@ -16,7 +17,7 @@ does.
 import io
 
 from bril.interpreter import interp
-from bril.interpreter.interp import MISS_LIMIT, compile_program
+from bril.interpreter.interp import MISS_LIMIT, RESPECIALIZE_AFTER, compile_program
 from bril.ir.text import parse_program
 
 from corpus import program_text
@@ -25,6 +26,8 @@ from corpus import program_text
 # `any` parameters hold ints, then floats (a phase change at `split`).  (Its loop,
 # run once, keeps it from being inlined into @main.)
 PHASES = program_text("type_assumptions/phases")
+# @step again, called from the split on with floats and ints in turn.
+ALTERNATING = program_text("type_assumptions/alternating")
 
 
 def _run(text, args, **options):
@@ -73,16 +76,36 @@ def test_any_parameters_are_assumed_of_the_kind_the_calls_passed():
     assert "type(v_a) is not int" in fc.source() and "_cint(v_a" not in fc.source()
 
 
-def test_a_phase_change_leaves_to_the_generic_code_then_stays_there():
+def test_a_phase_change_respecializes_for_the_new_kinds():
     # (@step is promoted after some 600 calls in the cold tier: splits before and
-    # after that, and one a few misses short of the limit)
-    for n, split in (["4000", "2000"], ["1600", "200"], [str(2000 + MISS_LIMIT - 5), "2000"]):
+    # after that, and a few misses short of each limit)
+    for n, split in (["4000", "2000"], ["1600", "200"],
+                     [str(2000 + RESPECIALIZE_AFTER - 1), "2000"],
+                     [str(2000 + MISS_LIMIT - 5), "2000"]):
         expected = _run(PHASES, [n, split], tier="cold")
         assert _run(PHASES, [n, split]) == expected
         assert _run(PHASES, [n, split], tier="fast") == expected
     _, compiled = _compiled_run(PHASES, ["4000", "2000"])
-    # (the calls past the split missed: bound to the generic variant once, for good)
+    # (the calls past the split missed, all with floats: regenerated for them)
+    assert compiled.respecialized == {0: {"a": "float", "b": "float", "fl": "bool"}}
+    assert compiled.despecialized == set()
+    fc = compiled.codes[0]
+    assert dict(fc.assumed_kinds) == {"a": "float", "b": "float", "fl": "bool"}
+    assert compiled.ns[fc.pyname].__name__ == fc.pyname      # (not the generic variant)
+
+
+def test_kinds_that_keep_changing_end_in_the_generic_code():
+    # Past the split the calls alternate floats and ints: regenerated for floats
+    # once (the first misses), then bound to the generic variant: no loop of
+    # regenerations.
+    for n, split in (["4000", "2000"], ["800", "0"], ["3000", "2990"]):
+        expected = _run(ALTERNATING, [n, split], tier="cold")
+        assert _run(ALTERNATING, [n, split]) == expected
+        assert _run(ALTERNATING, [n, split], tier="fast") == expected
+    _, compiled = _compiled_run(ALTERNATING, ["4000", "2000"])
+    assert compiled.respecialized == {0: {"a": "float", "b": "float", "fl": "bool"}}
     assert compiled.despecialized == {0}
+    assert compiled.ns[compiled.codes[0].pyname].__name__.endswith("__generic")
 
 
 def test_the_code_cache_keeps_each_assumption_apart(tmp_path):
@@ -93,3 +116,110 @@ def test_the_code_cache_keeps_each_assumption_apart(tmp_path):
     assert ints == _run(PHASES, ["3000", "5000"], tier="cold")
     assert floats == _run(PHASES, ["3000", "0"], tier="cold")
     assert _run(PHASES, ["3000", "5000"], cache=cache) == ints   # (warm, each its own)
+
+
+def test_an_inlined_copy_is_typed_by_its_call_site():
+    prog = parse_program("""
+@mod(a: any, m: any): any {
+  q: any = div a m;
+  q: any = mul q m;
+  r: any = sub a q;
+  ret r;
+}
+@main {
+  x: int = const 17;
+  m: int = const 5;
+  r: any = call @mod x m;
+  f: float = const 1.5;
+  s: any = call @mod f m;
+  print r s;
+}
+""")
+    compiled, main = compile_program(prog, out=io.StringIO())
+    src = compiled.function_code(main).source()
+    # The first copy gets ints (no check), the second a float (its check raises).
+    assert src.count("w1_") and "_cint(w1_a" not in src and "_cint(w1_m" not in src
+    assert "_cint(w2_a" in src
+    # (run: ints, then a float where the copy's check fails, as the cold tier fails)
+    assert _outcome(_MOD_TEXT, "auto") == _outcome(_MOD_TEXT, "cold") == \
+        ("2\n", "div argument 0 must be a int")
+
+
+def _outcome(text, tier):
+    """(what a run printed, its error message)."""
+    from bril.ir.errors import BrilError
+    out = io.StringIO()
+    try:
+        interp.run(parse_program(text), [], out=out, tier=tier)
+    except BrilError as e:
+        return out.getvalue(), e.message
+    return out.getvalue(), None
+
+
+_MOD_TEXT = """
+@mod(a: any, m: any): any {
+  q: any = div a m;
+  q: any = mul q m;
+  r: any = sub a q;
+  ret r;
+}
+@main {
+  x: int = const 17;
+  m: int = const 5;
+  i: int = const 0;
+  n: int = const 3000;
+  one: int = const 1;
+.l:
+  r: any = call @mod x m;
+  i: int = add i one;
+  go: bool = lt i n;
+  br go .l .end;
+.end:
+  print r;
+  f: float = const 1.5;
+  s: any = call @mod f m;
+  print s;
+}
+"""
+
+
+def test_a_store_into_a_region_of_any_checks_nothing():
+    # @fill's `any` parameter p held a pointer into a region of `any` in every call
+    # the cold tier ran: assumed (tested on entry), its stores need no kind check.
+    text = """
+@fill(p: any, n: any, v: any) {
+  i: int = const 0;
+  one: int = const 1;
+.l:
+  go: bool = lt i n;
+  br go .b .end;
+.b:
+  q: ptr<any> = ptradd p i;
+  store q v;
+  i: int = add i one;
+  jmp .l;
+.end:
+}
+@main(rounds: int) {
+  n: int = const 4;
+  p: ptr<any> = alloc n;
+  t: bool = const true;
+  k: int = const 0;
+  one: int = const 1;
+.l:
+  call @fill p n t;
+  call @fill p n k;
+  k: int = add k one;
+  go: bool = lt k rounds;
+  br go .l .end;
+.end:
+  x: any = load p;
+  print x;
+  free p;
+}
+"""
+    got, compiled = _compiled_run(text, ["2000"])
+    assert got == _run(text, ["2000"], tier="cold")
+    fc = compiled.codes[0]
+    assert dict(fc.assumed_kinds)["p"] == "ptr:any"
+    assert "_hbadstore" not in fc.source() and "_KIND_BITS" not in fc.source()

@@ -78,8 +78,8 @@ from ..analysis.blocks import IndexedBlock, block_graph, build_blocks
 from ..analysis.cfg import natural_loops
 from ..ir import messages as M
 from ..ir.errors import BrilError
-from ..ir.support import (ARG_COUNTS, CHECKERS, argcount_message, arity_message,
-                          call_funcs_message, decl_kind, nonvoid_message, operand_message)
+from ..ir.support import (ARG_COUNTS, CHECKERS, PY_TYPES, argcount_message, arity_message,
+                          call_funcs_message, check_stmt, checked_expr, decl_kind, nonvoid_message, operand_message)
 from ..native_runtime.pynames import (Links, escape as _escape, function_name, shadow_name,
                                       var_name, variant_name)
 from ..ir.values import UNSET, const_value, js_type_text, type_cmp
@@ -210,8 +210,6 @@ def _float_literal(x):
     return repr(x)
 
 
-# The Python type of a value of each scalar kind (`FunctionCode.assumes`).
-_PY_KIND = {"int": "int", "bool": "bool", "float": "float", "char": "str"}
 
 
 class FunctionCode:
@@ -253,6 +251,7 @@ class FunctionCode:
         self.label_ids = {}
         self._sources = {}
         self._inlinable = None
+        self._site_types = {}       # `types_for_site`, by the site's argument tags
         self._cfg_names = None
 
     def _assumable_params(self):
@@ -296,8 +295,23 @@ class FunctionCode:
                                          {"ptr": "int"} if k == "ptr:ptr" else k[4:])
                 out.append((p, f"type({v}) is not tuple or {v}[2].accepts != {bits}"))
             else:
-                out.append((p, f"type({v}) is not {_PY_KIND[k]}"))
+                out.append((p, f"type({v}) is not {PY_TYPES[k].__name__}"))
         return out
+
+    def types_for_site(self, arg_tags):
+        """The typing of a copy inlined at a call site passing values of `arg_tags`
+        (per parameter: tags, or None) -- its `any` parameters' tags from there;
+        the generic typing if the site knows nothing more."""
+        assumed = {p: t for p, t in zip(self.params, arg_tags)
+                   if t is not None and t != tc.TOP}
+        if not assumed:
+            return self.generic_types
+        key = tuple(sorted((p, tuple(sorted(t))) for p, t in assumed.items()))
+        memo = self._site_types
+        found = memo.get(key)
+        if found is None:
+            found = memo[key] = tc.infer(self.func, self.blocks_by_index, assumed)
+        return found
 
     @property
     def inlinable(self):
@@ -922,7 +936,7 @@ class _Emitter:
         v = self.v(name)
         if kind is None or tc.only(self.arg_tags(instr, i), kind):
             return v
-        return f"{CHECKERS[kind]}({v}, {operand_message(instr['op'], i, kind)!r})"
+        return checked_expr(v, kind, operand_message(instr["op"], i, kind))
 
     def arg_tags(self, instr, i):
         tags = self.types.arg_tags.get(id(instr), ())
@@ -1102,9 +1116,11 @@ class _Emitter:
             elif kind is None:
                 exprs.append(f"_unknown_type({v}, {js_type_text(ptype)!r})")
             else:
-                exprs.append(f"{CHECKERS[kind]}({v}, {M.ARGUMENT_MISMATCH!r})")
+                exprs.append(checked_expr(v, kind, M.ARGUMENT_MISMATCH))
         if self.should_inline(callee):
-            call = self.emit_inlined(callee, exprs, ind)
+            call = self.emit_inlined(callee, exprs, ind, [
+                self.arg_tags(instr, i) if p.get("type") == "any" else None
+                for i, p in enumerate(params)])
         else:
             call = f"{callee.pyname}{self.call_suffix}({', '.join(exprs)})"
         ftype = cfunc.get("type")
@@ -1135,7 +1151,7 @@ class _Emitter:
         if kind is None:
             o.add(ind, f"_unknown_type({d}, {js_type_text(itype)!r})")
         elif kind != "any" and not tc.only(rt, kind):
-            o.add(ind, f"{CHECKERS[kind]}({d}, {M.RESULT_MISMATCH!r})")
+            o.add(ind, check_stmt(d, kind, M.RESULT_MISMATCH))
         if ftype is None:
             o.add(ind, f"raise _E({M.VOID_IN_VALUE_CALL!r})")
         elif not type_cmp(itype, ftype):
@@ -1150,9 +1166,10 @@ class _Emitter:
             return False
         return self.sites[0] + len(callee.func.get("instrs") or []) <= INLINE_BUDGET
 
-    def emit_inlined(self, callee, exprs, ind):
+    def emit_inlined(self, callee, exprs, ind, arg_tags):
         """Emit callee's code in place of a call (arguments already checked as a
-        call would); returns the local holding its result."""
+        call would; `arg_tags`: what this call site knows of the values it passes
+        to `any` parameters, else None); returns the local holding its result."""
         o = self.out
         site = len(self.sites)
         self.sites.append(callee.index)
@@ -1160,9 +1177,11 @@ class _Emitter:
         # The callee's emitter is of the caller's class (whose hooks a loop-free callee's
         # code does not reach), not a class of its own: the attribute caches of the hot
         # methods then see one class (measured: 5% of the normal variant's generation).
-        # Generic typing: the copy runs on whatever regions the caller passes.
+        # Typed by what the call site knows of its `any` arguments (a fact of the
+        # caller's variant, as the copy is part of it); else generic typing: the
+        # copy runs on whatever regions the caller passes.
         sub = object.__new__(type(self))
-        sub.start(callee, callee.generic_types, o, self.links)
+        sub.start(callee, callee.types_for_site(arg_tags), o, self.links)
         sub.var_prefix = prefix = f"w{site}_"
         sub.inline_result = f"_r{site}"
         sub.depth = self.depth + 1
@@ -1229,8 +1248,9 @@ class _Emitter:
         pt = self.arg_tags(instr, 0)
         kinds = {tc.tag_kind(t) for t in vt}
         vk = kinds.pop() if len(kinds) == 1 and None not in kinds else None
-        # No element check when every region the pointer can reach accepts the kind.
-        if vk is not None and pt and all(
+        # No element check when every region the pointer can reach accepts the kind
+        # (a region of `any` accepts every value).
+        if pt and all(t == "ptr:any" for t in pt) or vk is not None and pt and all(
                 t.startswith("ptr:") and t[4:] in tc.ELEM_ACCEPTS
                 and vk in tc.ELEM_ACCEPTS[t[4:]] for t in pt):
             unbound = self.types.arg_unbound.get(id(instr), ())

@@ -71,6 +71,11 @@ _KINDS = {int: "int", bool: "bool", float: "float", str: "char"}
 _ELEM_KINDS = ("int", "bool", "float", "char", "any")
 
 
+def value_kind(v):
+    """The kind an `any` parameter's value has, as `ColdFunction.seen` keeps it."""
+    return _KINDS.get(type(v)) or _pointer_kind(v)
+
+
 def _pointer_kind(v):
     """"ptr:K" for a heap pointer (a tuple whose last item is its region), else None."""
     if type(v) is tuple and len(v) == 3:

@@ -34,6 +34,8 @@ _ANY_BITS = 63
 # Regions larger than JavaScript arrays allow are refused ("cannot allocate N entries";
 # the reference crashes there).  Regions are filled lazily, so size costs nothing.
 MAX_REGION = (1 << 32) - 1
+# Regions of at most this many cells are allocated whole (see `Heap.alloc`).
+SMALL_REGION = 64
 
 
 def kind_bits(typ):
@@ -73,7 +75,9 @@ class Heap:
         self.next_base = base + 1
         region = HeapRegion(base, elem, amount)
         self.live[base] = region
-        return ([], 0, region)
+        # A small region gets its cells at once (a store then never takes the slow
+        # path that grows the list); a big one grows as it is stored to.
+        return ([None] * amount if amount <= SMALL_REGION else [], 0, region)
 
     def free(self, ptr):
         data, offset, region = ptr
@@ -160,7 +164,8 @@ def store_check_line(value, value_kind):
 
     value_kind: the value's kind if statically known, None if not."""
     if value_kind is None:
-        return (f"if not _hr.accepts & _KIND_BITS[_kind({value})]: "
+        # (a region of `any` takes every value: no look-up of the value's kind)
+        return (f"if _hr.accepts != {_ANY_BITS} and not _hr.accepts & _KIND_BITS[_kind({value})]: "
                 f"_hbadstore(_hr, {value})")
     return f"if not _hr.accepts & {KIND_BITS[value_kind]}: _hbadstore(_hr, {value})"
 

@@ -115,6 +115,7 @@ class CompiledProgram:
         self.ns["_free"] = self.heap.free
         self.codes = {}             # global function index -> FunctionCode
         self.despecialized = set()  # functions bound to their generic variants (`miss`)
+        self.respecialized = {}     # function index -> {param: kind} it was regenerated for
         self.cache = None           # a bril.cache.codecache.CodeCache for generated code
         self._prefetched = {}       # cache key -> an entry read by `cached` for `load`
         self.jit_mode = False       # promote to the jit variant (brili --jit)
@@ -207,34 +208,69 @@ class CompiledProgram:
         """{`any` parameter: the one kind the calls the cold tier ran passed it}, for
         the generated code of function `index` to assume; nothing once the function
         was bound to its generic variant (`miss`)."""
+        if index in self.despecialized:
+            return {}
+        again = self.respecialized.get(index)
+        if again is not None:
+            return again
         cold = self.__dict__.get("_cold")
         cf = cold.functions.get(index) if cold is not None else None
-        if cf is None or not cf.seen or index in self.despecialized:
+        if cf is None or not cf.seen:
             return {}
         return {p: k for p, k in cf.seen.items() if k is not None}
 
     def miss(self, index):
         """Where a function whose entry assumptions failed goes (`F..__miss`): its
-        generic variant, the same call; after MISS_LIMIT misses in a run the function
-        is bound to its generic variant for good (one respecialization at most: no
-        loop of them)."""
+        generic variant, the same call.  After RESPECIALIZE_AFTER misses (a phase of
+        the program passing other kinds), the function is regenerated assuming the
+        kinds its `any` parameters held in every one of those misses; after
+        MISS_LIMIT misses (counted again from there) it is bound to its generic
+        variant for good: one respecialization a run at most, no loop of them."""
         count = [0]
         generic = []
+        func = self.linked.functions[index]
+        anys = [(i, p.get("name")) for i, p in enumerate(func.get("args") or [])
+                if p.get("type") == "any"]
+        seen = {}
+        from .cold import value_kind
 
         def missed(*args):
             if not generic:
                 generic.append(self.load(index, "generic"))
             count[0] += 1
-            if count[0] == MISS_LIMIT:
+            if index not in self.respecialized:
+                for i, name in anys:
+                    kind = value_kind(args[i]) if i < len(args) else None
+                    if seen.setdefault(name, kind) != kind:
+                        seen[name] = None
+            if count[0] == RESPECIALIZE_AFTER and index not in self.respecialized \
+                    and not self.record_mode:
+                kinds = {p: k for p, k in seen.items() if k is not None}
+                if kinds and kinds != self.observed_kinds(index):
+                    count[0] = 0
+                    seen.clear()
+                    self._respecialize(index, kinds)
+            elif count[0] == MISS_LIMIT:
                 self._despecialize(index, generic[0])
             return generic[0](*args)
         return missed
 
+    def _respecialize(self, index, kinds):
+        """Regenerate function `index` assuming `kinds` of its `any` parameters and
+        bind its name to the result (its misses go on to the same `missed`)."""
+        self.respecialized[index] = kinds
+        self.codes.pop(index, None)
+        self._rebind(index, self.load(index, self.promoted_variant()))
+
     def _despecialize(self, index, generic):
         self.despecialized.add(index)
+        self._rebind(index, generic)
+
+    def _rebind(self, index, fn):
+        """Later calls of function `index` (by name, or from the cold tier) run fn."""
         func = self.linked.functions[index]
         name = function_name(index, func.get("name", ""))
-        fn = self.jit_wrap(index, generic) if self.jit_mode else generic
+        fn = self.jit_wrap(index, fn) if self.jit_mode else fn
         self.ns[name] = fn
         cold = self.__dict__.get("_cold")
         cf = cold.functions.get(index) if cold is not None else None
@@ -572,6 +608,9 @@ TIERS = ("auto", "cold", "fast")
 # Calls whose entry assumptions fail before a function is bound to its generic
 # variant for the rest of the run (`CompiledProgram.miss`).
 MISS_LIMIT = 64
+# Misses, all passing the same kinds, after which a function is regenerated for
+# those kinds (once a run: a phase of the program that passes other values).
+RESPECIALIZE_AFTER = 8
 # Under the JIT: cold-tier instructions before promotion, per visit of `--hot N`.
 JIT_PROMOTE_PER_HOT = 4
 
