@@ -1158,3 +1158,76 @@ def cases(draw, limits=DEFAULT):
 def programs(limits=DEFAULT):
     """Just the program of `cases` (for properties that do not run it)."""
     return cases(limits).map(lambda c: c.prog)
+
+
+# --- programs whose `any` values change kind during the run ---------------------------
+
+_STEP = """@step(a: any, b: any, fl: bool): any {
+  br fl .f .i;
+.i:
+  r: any = add a b;
+  ret r;
+.f:
+  r: any = fadd a b;
+  ret r;
+}
+"""
+
+
+@st.composite
+def phase_cases(draw):
+    """A loop whose `any` accumulators change kind during the run (what the tiers
+    assume of `any` values at loop headers and of `any` parameters must follow):
+    ints in one phase and floats in another, and back, flipped at iterations
+    given as arguments; updated by `add` or `fadd` as a flag says, in the loop or
+    through an `any` function (whose parameters then change kind), sometimes in
+    an inner loop of its own; sometimes an `add` at a chosen iteration meets a
+    float (the run ends in the reference's error there).  A Case whose alt_argv
+    moves the flips."""
+    n = draw(ints(0, 2500))
+    inner = draw(ints(0, 2))            # 0: no inner loop; else its trip count's scale
+    via_call = draw(BOOLS)
+    start_float = draw(BOOLS)
+    trip = draw(ints(1, 40)) if inner else 0
+    printing = draw(ints(0, 3)) == 0
+
+    def update(acc, ind):
+        if via_call:
+            return [f"{ind}{acc}: any = call @step {acc} x fl;"]
+        return [f"{ind}br fl .f_{acc} .i_{acc};",
+                f".i_{acc}:", f"{ind}{acc}: any = add {acc} x;", f"{ind}jmp .u_{acc};",
+                f".f_{acc}:", f"{ind}{acc}: any = fadd {acc} x;", f".u_{acc}:"]
+
+    first = ["  acc: any = id fz;", "  x: any = id fh;"] if start_float else \
+        ["  acc: any = const 0;", "  x: any = const 1;"]
+    body = [
+        "@main(n: int, s1: int, s2: int, bad: int) {",
+        "  one: int = const 1;", "  i: int = const 0;",
+        f"  fl: bool = const {'true' if start_float else 'false'};",
+        "  fz: float = const 0.25;", "  fh: float = const 0.5;", *first,
+        "  acc2: any = id acc;",
+        ".loop:", "  more: bool = lt i n;", "  br more .body .done;",
+        ".body:", "  a1: bool = eq i s1;", "  br a1 .flip .c2;",
+        ".c2:", "  a2: bool = eq i s2;", "  br a2 .flip .c3;",
+        ".c3:", "  a3: bool = eq i bad;", "  br a3 .wrong .go;",
+        ".wrong:", "  acc: any = add acc x;", "  jmp .go;",
+        ".flip:", "  fl: bool = not fl;", "  br fl .tofloat .toint;",
+        ".tofloat:", "  acc: any = id fz;", "  x: any = id fh;", "  acc2: any = id fz;",
+        "  jmp .go;",
+        ".toint:", "  acc: any = const 3;", "  x: any = const 2;", "  acc2: any = const 1;",
+        ".go:", *update("acc", "  ")]
+    if inner:
+        body += ["  j: int = const 0;", f"  m: int = const {trip * inner};",
+                 ".inner:", "  c: bool = lt j m;", "  br c .ibody .next;",
+                 ".ibody:", *update("acc2", "  "), "  j: int = add j one;", "  jmp .inner;"]
+    body += [".next:", "  i: int = add i one;"]
+    if printing:
+        body += ["  seven: int = const 7;", "  q: int = div i seven;", "  q: int = mul q seven;",
+                 "  p: bool = eq q i;", "  br p .show .loop;", ".show:", "  print acc acc2;"]
+    body += ["  jmp .loop;", ".done:", "  print acc x acc2;", "}"]
+    from bril.ir.text import parse_program
+    prog = parse_program((_STEP if via_call else "") + "\n".join(body) + "\n")
+
+    def flips():
+        return [str(draw(ints(-1, n + 1))) for _ in range(3)]
+    return Case(prog, [str(n)] + flips(), [str(n)] + flips())

@@ -12,7 +12,10 @@ Random well-formed, terminating programs (`strategies.py`) must
   5. run the same in `brili`'s checking mode (`check_facts=True`), where the
      generated code asserts every range fact it relies on (no wrap-around where
      a test was dropped, the sign of `div` operands, ranges at block entry):
-     no fact is ever violated, also after `-O` and in traced programs.
+     no fact is ever violated, also after `-O` and in traced programs;
+  6. run the same on every engine when their `any` values change kind during
+     the run (`strategies.phase_cases`: what the tiers assume of such values
+     must fail over exactly).
 Kept failing examples live in `test/regressions/`; `test_regression` runs
 every property on each of them.
 
@@ -444,3 +447,20 @@ def test_regression(path):
     for tracer in TRACE_ENGINES:
         check_trace(tracer, prog, argv, argv)
     check_facts_hold(prog, argv, expected)
+
+
+# --- 6. values that change kind --------------------------------------------------------
+
+@examples(20)
+@given(case=strategies.phase_cases())
+def test_engines_agree_when_any_values_change_kind(case):
+    """Programs whose `any` values are ints in one phase of the run and floats in
+    another (`strategies.phase_cases`): what the tiers assume of them (at loop
+    headers, of `any` parameters) and regenerate when it fails keeps every engine
+    exact, on two sets of flip points."""
+    show(case.prog, case.argv)
+    for argv in (case.argv, case.alt_argv):
+        expected = simple_run(case.prog, argv)
+        note(f"expected on {argv}: {expected}")
+        for engine in ENGINES:
+            check_engine(engine, case.prog, argv, expected)

@@ -223,3 +223,84 @@ def test_a_store_into_a_region_of_any_checks_nothing():
     fc = compiled.codes[0]
     assert dict(fc.assumed_kinds)["p"] == "ptr:any"
     assert "_hbadstore" not in fc.source() and "_KIND_BITS" not in fc.source()
+
+
+# @walk's loop adds to k with `fadd` only: k, an `any` call result, is checked once
+# where it enters the loop; the calls passing an int leave for generic code there.
+LOOP_KINDS = program_text("type_assumptions/loop_kinds")
+
+
+def test_a_kind_a_loop_keeps_is_checked_once_where_the_value_enters():
+    got, compiled = _compiled_run(LOOP_KINDS, ["3000", "1000"])
+    assert got == _run(LOOP_KINDS, ["3000", "1000"], tier="cold")
+    fc = next(fc for fc in compiled.codes.values() if fc.name == "walk")
+    (kinds,) = fc.header_kinds.values()
+    assert kinds["k"] == "float"
+    src = fc.source()
+    assert src.count("type(v_k) is not float") == 1 and "_cfloat(v_k" not in src
+    assert fc.index not in compiled.despecialized        # (3 calls left for generic code)
+
+
+def test_a_loop_kind_that_keeps_failing_ends_in_the_generic_code():
+    for args in (["3000", "7"], ["300", "1"], ["200", "2"]):
+        got, compiled = _compiled_run(LOOP_KINDS, args)
+        assert got == _run(LOOP_KINDS, args, tier="cold")
+        assert got == _run(LOOP_KINDS, args, tier="fast")
+    # (3000 / 7 calls with an int: past MISS_LIMIT, bound to the generic variant)
+    _, compiled = _compiled_run(LOOP_KINDS, ["3000", "7"])
+    walk = next(fc for fc in compiled.codes.values() if fc.name == "walk")
+    assert walk.index in compiled.despecialized
+
+
+def test_a_kind_seen_at_a_loop_header_is_assumed_until_the_loop_changes_it():
+    # s is an int, then a float (`fadd` after the flip): used with two kinds, so
+    # assumed of the kind it had when the loop went to generated code (an int);
+    # the flip regenerates the loop for floats.  Every run exact.
+    text = """
+@main(n: int, flip: int) {
+  i: int = const 0;
+  one: int = const 1;
+  s: any = const 0;
+  h: float = const 0.5;
+.h:
+  more: bool = lt i n;
+  br more .b .end;
+.b:
+  at: bool = ge i flip;
+  br at .f .i;
+.i:
+  s: any = add s one;
+  jmp .n;
+.f:
+  s: any = id h;
+  s: any = fadd s h;
+.n:
+  i: int = add i one;
+  jmp .h;
+.end:
+  print s;
+}
+"""
+    for args in (["5000", "2500"], ["5000", "0"], ["5000", "6000"]):
+        assert _run(text, args) == _run(text, args, tier="cold")
+    _, compiled = _compiled_run(text, ["5000", "2500"])
+    assert compiled.loops_respecialized == {0}
+    assert list(compiled.codes[0].header_kinds.values()) == [{"s": "float"}]
+
+
+LOOP_PHASES = program_text("type_assumptions/loop_phases")
+
+
+def test_a_loop_whose_kinds_change_is_regenerated_for_the_new_ones():
+    for args in (["20000", "10000"], ["20000", "1"], ["20000", "19999"], ["300", "100"],
+                 ["20000", "30000"]):
+        expected = _run(LOOP_PHASES, args, tier="cold")
+        assert _run(LOOP_PHASES, args) == expected
+        assert _run(LOOP_PHASES, args, tier="fast") == expected
+    _, compiled = _compiled_run(LOOP_PHASES, ["20000", "10000"])
+    fc = compiled.codes[0]
+    assert compiled.loops_respecialized == {0} and not compiled.despecialized
+    (kinds,) = fc.header_kinds.values()
+    assert (kinds["acc"], kinds["x"], kinds["step"]) == ("float", "float", "float")
+    # (the int path of the loop cannot run there: `add` on a float raises)
+    assert "_cfloat(v_acc" not in fc.osr_source(1)

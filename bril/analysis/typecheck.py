@@ -102,6 +102,15 @@ def _checked(tags, typ):
     return tags
 
 
+def _never(tags, typ):
+    """True if no value with these tags passes an operand check of kind `typ`."""
+    if "?" in tags:
+        return False
+    if typ == "ptr":
+        return not any(t.startswith("ptr:") for t in tags)
+    return typ not in tags
+
+
 def join(a, b):
     if a is b:
         return a
@@ -446,6 +455,10 @@ class FunctionTypes:
         self.wrap_checks = {}       # id(add/sub/mul instr) -> 'none'|'upper'|'lower'|'both'
         self.nonneg = {}            # id(div instr) -> (operand 0 proven >= 0, operand 1 >= 1)
         self.precise = True         # False if the analysis gave up (nothing is assumed)
+        # (source block, header block) -> ((variable, kind), ...): on that edge the
+        # variables must be checked to hold what `infer`'s `headers` assume there
+        self.edge_checks = {}
+        self.edge_fails = set()     # (source, header, variable): a check that always fails
         self.has_spec = False
 
     def live_at(self, bi):
@@ -521,7 +534,7 @@ _NO_DEPS = object()
 _SPEC = -1              # the pseudo-block of the speculation state (see `_prune_list`)
 
 
-def infer(func, blocks, assumed=None):
+def infer(func, blocks, assumed=None, headers=None):
     """Infer tags for a function split into `blocks` (objects with .instrs, .succs,
     .targets, .abort_succ: the guard's abort target or None, .falls_off: True if
     control can leave the function at the block's end).
@@ -529,6 +542,11 @@ def infer(func, blocks, assumed=None):
     `assumed`: {parameter: tags} for parameters assumed to hold such values (a
     pointer parameter {"ptr:K"}: it points into a region of K; an `any` parameter
     a scalar kind the calls so far passed); the caller of the code must check it.
+
+    `headers`: {block index: {variable: tags}}: at the entry of those blocks (loop
+    headers) the variables are assumed to hold such values, whatever flows in; the
+    code must check it on each edge where the analysis cannot prove it, listed in
+    `FunctionTypes.edge_checks`.
 
     A worklist fixpoint in reverse postorder with widening at loop heads, then a
     few narrowing passes (plain joins from the fixpoint) that give back bounds
@@ -545,14 +563,14 @@ def infer(func, blocks, assumed=None):
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return _Analysis(ft, func, blocks, assumed).run()
+        return _Analysis(ft, func, blocks, assumed, headers).run()
     finally:
         if collecting:
             gc.enable()
 
 
 class _Analysis:
-    def __init__(self, ft, func, blocks, assumed):
+    def __init__(self, ft, func, blocks, assumed, headers):
         self.ft = ft
         self.func = func
         self.blocks = blocks
@@ -563,12 +581,17 @@ class _Analysis:
             ids[p["name"]]
         for name in assumed or ():
             ids[name]
+        # block index -> ((variable number, tags), ...) assumed at its entry
+        self.headers = {b: tuple((ids[name], intern(frozenset(tags)))
+                                 for name, tags in sorted(vs.items()))
+                        for b, vs in (headers or {}).items()}
         seen = set()
         shared = False                      # an instruction object at two places
         recs = self.recs = []
-        # id(instr) -> ((operand number, kind), ...): the operands an instruction
-        # checks (raising the reference's error unless they hold a value of that
-        # kind), which after it hold one (see `_checked`)
+        # id(instr) -> ((operand number, kind, narrow), ...): the operands an
+        # instruction checks (raising the reference's error unless they hold a value
+        # of that kind), which after it hold one unless it assigns them (narrow:
+        # False; see `_checked`)
         self.checks = {}
         spec_vars = ft.spec_vars
         for b in blocks:
@@ -648,8 +671,8 @@ class _Analysis:
         if d is not None and (info is None or info.result is not None or op == "call"):
             did = ids[d]
         if info is not None and info.args is not None:
-            checks = tuple([(a, typ) for a, typ in zip(aids, info.args)
-                            if a != did and (typ in PRIMS or typ == "ptr")])
+            checks = tuple([(a, typ, a != did) for a, typ in zip(aids, info.args)
+                            if typ in PRIMS or typ == "ptr"])
             if checks:
                 self.checks[id(instr)] = checks
         if info is None or info.kind == "effect" or info.kind == "control":
@@ -1124,6 +1147,7 @@ class _Analysis:
         snaps = []
         arg_tags, arg_unbound = ft.arg_tags, ft.arg_unbound
         checks = self.checks
+        dead = False            # an instruction of the block certainly raises
         for kind, op, instr, iid, aids, did, extra in self.recs[bi]:
             if kind == _OTHER:
                 if record:
@@ -1138,8 +1162,15 @@ class _Analysis:
                 if checked is not None:
                     # Past this instruction its checked operands hold values of the
                     # kinds it checked (else it raised): later uses need no check.
-                    for a, typ in checked:
+                    # One that certainly holds another kind raises: nothing after it
+                    # runs (`fadd s x` on the int path of a loop assumed to keep s
+                    # an int).
+                    for a, typ, narrow in checked:
                         v = ovget(a) or get(vroot, a)
+                        if v is not None and not dead and _never(v[0], typ):
+                            dead = not self.ft.has_spec
+                        if not narrow:
+                            continue
                         tags = _checked(v[0] if v else TOP, typ)
                         if v is None or tags is not v[0] or not v[1]:
                             ov[a] = (tags, True, v[2] if v else None, v[3] if v else None)
@@ -1229,6 +1260,9 @@ class _Analysis:
                     deps = odget(a, _NO_DEPS)
                     od[a] = (did, get(droot, a) if deps is _NO_DEPS else deps)
         b = self.blocks[bi]
+        if dead:
+            edges, snaps = self._after_raise(b, vroot, droot, ov, od, bi)
+            return edges, snaps
         if b.falls_off:
             ft.returns.add("none")
         if not b.succs:
@@ -1254,6 +1288,15 @@ class _Analysis:
         holds = True if fact is not None and op == "guard" else None
         return [(s, *edge(vroot, droot, ov, bi, s, fact, holds)) for s in b.succs], snaps
 
+    def _after_raise(self, b, vroot, droot, ov, od, bi):
+        """The edges of block bi when one of its instructions certainly raises: none
+        is taken (their states only matter to blocks nothing else reaches)."""
+        droot = self.put_deps(droot, od)
+        if ov and self.shift:
+            vroot, ov = self.put(vroot, ov), {}
+        return [(s, self.edge(vroot, droot, ov, bi, s, None, None, live=False)[0], False)
+                for s in b.succs], []
+
     def end_copies(self, bi):
         """{variable: the variable it is a copy of (`id`)} for the copies made in
         block bi that still hold at its end: a branch's fact on one side of a copy
@@ -1274,7 +1317,7 @@ class _Analysis:
             self._end_copies[bi] = copies
         return copies
 
-    def edge(self, vroot, droot, ov, src, dst, fact, holds, copies=None):
+    def edge(self, vroot, droot, ov, src, dst, fact, holds, copies=None, live=True):
         """(state on the edge src -> dst, False if the edge is never taken): the
         block's assignments `ov` applied to vroot, refined by `fact` being `holds`
         (unless holds is None; not refined if the refinement shows the edge is
@@ -1292,7 +1335,33 @@ class _Analysis:
         for i in rm:
             if (items[i] if i in items else get(vroot, i)) is not None:
                 items[i] = None
+        assumed = self.headers.get(dst) if self.headers else None
+        if assumed is not None:
+            if taken and live:
+                self.assume_at_header(items, vroot, src, dst, assumed)
+            else:
+                self.ft.edge_checks.pop((src, dst), None)   # (never taken: nothing to check)
         return (self.put(vroot, items), droot), taken
+
+    def assume_at_header(self, items, vroot, src, dst, assumed):
+        """On the edge src -> dst, the variables `assumed` at dst hold those tags;
+        record which ones the edge must check (those not already known to)."""
+        get, names = self.get, self.names
+        checks = []
+        for i, tags in assumed:
+            v = items[i] if i in items else get(vroot, i)
+            if v is None or v[0] is tags:
+                continue
+            if not v[0] <= tags or "?" in v[0]:
+                kind = tag_kind(next(iter(tags)))
+                checks.append((names[i], kind))
+                if _never(v[0], kind):
+                    self.ft.edge_fails.add((src, dst, names[i]))
+            items[i] = (tags, v[1], None, v[3])
+        if checks:
+            self.ft.edge_checks[(src, dst)] = tuple(checks)
+        else:
+            self.ft.edge_checks.pop((src, dst), None)
 
     def refine(self, items, vroot, fact, holds):
         """Add to `items` (the changes on an edge, over vroot) what `a op b` being

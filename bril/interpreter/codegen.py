@@ -109,6 +109,9 @@ _WRAP_PREFIX = "wrap64("
 _NOT_INLINED_OPS = STATEFUL_OPS         # (state beyond the callee's variables)
 
 
+_PY_SCALARS = ("int", "bool", "float", "char")
+
+
 def _key_pyname(key):
     return shadow_name(key[1]) if isinstance(key, tuple) else var_name(key)
 
@@ -235,24 +238,130 @@ class FunctionCode:
         self.blocks_by_index = build_blocks(func)
         self.params = [p.get("name") for p in (func.get("args") or [])]
         self.generic_types = tc.infer(func, self.blocks_by_index)
+        self.has_phi = any(i["op"] == "phi" for b in self.blocks_by_index for i in b.instrs)
+        self.blocks, self.root, self.loops = layout(self.blocks_by_index)
         self.assumed_regions = self._assumable_params()
         self.assumed_kinds = self._observed_kinds()
-        if self.assumed_regions or self.assumed_kinds:
-            assumed = {p: frozenset({"ptr:" + k}) for p, k in self.assumed_regions}
-            assumed.update({p: frozenset({k}) for p, k in self.assumed_kinds})
-            # ("ptr:K": a pointer into a region of K, as `assumed_regions` says of typed ones)
-            self.types = tc.infer(func, self.blocks_by_index, assumed)
-        else:
-            self.types = self.generic_types
-        self.blocks, self.root, self.loops = layout(self.blocks_by_index)
+        assumed = {p: frozenset({"ptr:" + k}) for p, k in self.assumed_regions}
+        assumed.update({p: frozenset({k}) for p, k in self.assumed_kinds})
+        # ("ptr:K": a pointer into a region of K, as `assumed_regions` says of typed ones)
+        # (what the cold tier saw at loop headers: kept, the cache key holds it)
+        self.loop_seen = program.loop_kinds_seen(index) if program is not None else ()
+        self._assumed = assumed
+        self.header_kinds, self.types = self._typed_loops(assumed)
+        self._osr_types = self._param_types = None
         self.variables = sorted({k for k in self.generic_types.spec_vars if isinstance(k, str)}
                                 | set(self.params))
-        self.has_phi = any(i["op"] == "phi" for b in self.blocks_by_index for i in b.instrs)
         self.label_ids = {}
         self._sources = {}
         self._inlinable = None
         self._site_types = {}       # `types_for_site`, by the site's argument tags
         self._cfg_names = None
+
+    def _loop_kinds(self):
+        """{loop header: {variable: kind}}: the variables worth assuming of one kind at
+        a loop's header -- certainly assigned there but of several kinds or unknown
+        (an `any` value that enters the loop), and used in the loop as operands of
+        that one kind only (`fadd k one` and `fgt k zero`, never an `add`), else of
+        the kind the cold tier saw there (`loop_seen`; an accumulator that is an
+        int in one phase of the run and a float in another)."""
+        gt = self.generic_types
+        if not gt.precise or gt.has_spec or self.has_phi:
+            return {}
+        seen = dict(self.loop_seen)
+        out = {}
+        for loop in self.loops:
+            st = gt.block_in[loop.header] if loop.header != 0 else None
+            if st is None or all(len(t) == 1 and "?" not in t for t in st.types.values()):
+                continue            # (every variable's kind known there: typed code)
+            used = {}
+            for bi in loop.body:
+                for instr in self.blocks_by_index[bi].instrs:
+                    info = OPS.get(instr["op"])
+                    if info is None or info.args is None:
+                        continue
+                    for a, k in zip(instr.get("args") or (), info.args):
+                        used.setdefault(a, set()).add(k)
+            found = {}
+            saw = dict(seen.get(loop.header, ()))
+            for var, tags in st.types.items():
+                if not isinstance(var, str) or var not in st.bound:
+                    continue
+                kinds = used.get(var)
+                k = next(iter(kinds)) if kinds and len(kinds) == 1 else saw.get(var)
+                if k in _PY_SCALARS and tags != {k} and (k in tags or "?" in tags):
+                    found[var] = k
+            if found:
+                out[loop.header] = found
+        return out
+
+    def _typed_loops(self, assumed, rounds=3):
+        """(header kinds, typing): the typing assuming `assumed` of parameters and, at
+        loop headers, the kinds of `_loop_kinds`.  Edges into a header check what
+        they cannot prove (`FunctionTypes.edge_checks`): those entering the loop,
+        and back edges that may bring another kind (the phase change of sum-check's
+        loop); a failed check leaves the code (`CompiledProgram.deopt`).  A kind
+        every edge into the header would fail is not assumed."""
+        headers = self._loop_kinds()
+        preds = {}
+        for b in self.blocks_by_index:
+            for t in b.succs:
+                preds.setdefault(t, set()).add(b.index)
+        for _ in range(rounds):
+            if not headers and not assumed:
+                return {}, self.generic_types
+            types = tc.infer(self.func, self.blocks_by_index, assumed or None, {
+                h: {v: frozenset((k,)) for v, k in vs.items()} for h, vs in headers.items()})
+            if not types.precise:
+                break
+            fails = types.edge_fails
+            bad = [(h, var) for h, vs in headers.items() for var in vs
+                   if all((src, h, var) in fails for src in preds.get(h, ()))]
+            if not bad:
+                return headers, types
+            for h, var in bad:
+                headers[h].pop(var, None)
+                if not headers[h]:
+                    del headers[h]
+        headers = {}
+        return {}, (tc.infer(self.func, self.blocks_by_index, assumed)
+                    if assumed else self.generic_types)
+
+    @property
+    def param_types(self):
+        """The typing assuming what `types` assumes of parameters, no kinds at loop
+        headers."""
+        if not self.header_kinds:
+            return self.types
+        if self._param_types is None:
+            self._param_types = tc.infer(self.func, self.blocks_by_index, self._assumed) \
+                if self._assumed else self.generic_types
+        return self._param_types
+
+    @property
+    def osr_types(self):
+        """The typing of the osr variants: `types` if they may assume what it assumes
+        of parameters (`osr_typed`), else the loop headers' kinds alone."""
+        if self.osr_typed or not self.header_kinds:
+            return self.types if self.osr_typed else self.generic_types
+        if not self._assumed:
+            return self.types           # (it assumes nothing of parameters)
+        if self._osr_types is None:
+            self._osr_types = tc.infer(self.func, self.blocks_by_index, None, {
+                h: {v: frozenset((k,)) for v, k in vs.items()}
+                for h, vs in self.header_kinds.items()})
+            fails = self._osr_types.edge_fails
+            if any(all((src, h, var) in fails for src in range(len(self.blocks_by_index))
+                       if h in self.blocks_by_index[src].succs)
+                   for h, vs in self.header_kinds.items() for var in vs):
+                self._osr_types = self.generic_types    # (every edge would fail)
+        return self._osr_types
+
+    def header_tests(self, header, names):
+        """Python tests true when a variable fails its kind assumed at loop header
+        `header` (`names(var)`: its Python expression)."""
+        return [f"type({names(v)}) is not {PY_TYPES[k].__name__}"
+                for v, k in sorted(self.header_kinds.get(header, {}).items())]
 
     def _assumable_params(self):
         """[(param, element kind)] worth assuming: only if the function accesses memory."""
@@ -468,6 +577,7 @@ class _Emitter:
     entry_block_first = True    # the entry block, if nothing jumps to it, runs before the loop
     inlines_calls = True        # small callees' code replaces calls to them
     call_suffix = ""            # the callees' variant called
+    deopt_variant = "deopt"     # where a failed loop-header check goes on (resume variant)
 
     def __init__(self, fc):
         self.start(fc, self.typing(fc), _Lines(), None)
@@ -756,6 +866,7 @@ class _Emitter:
             self.inline_chain -= 1
             return True
         self.flush(pending, ind, prefix)
+        self.emit_edge_checks(src, tb, ind)
         if kind == "fall":
             o.add(ind, f"_b = {tb.lid}")
             return False
@@ -771,6 +882,20 @@ class _Emitter:
         o.add(ind, "break")
         self.note_exit(region, tb)
         return True
+
+    def emit_edge_checks(self, src, tb, ind):
+        """On an edge into a loop header whose assumed kinds it cannot prove
+        (`FunctionCode._typed_loops`): test them, and if one fails go on in generic
+        code at the header (this frame's variables handed over; counted first)."""
+        checks = self.types.edge_checks.get((src.index, tb.index)) if src is not None else None
+        if not checks:
+            return
+        tests = " or ".join(f"type({self.v(v)}) is not {PY_TYPES[k].__name__}"
+                            for v, k in checks)
+        self.out.add(ind, f"if {tests}:")
+        self.out.add(ind + 1, "_N += _n")
+        self.out.add(ind + 1, f"return {self.links.variant(self.fc.index, self.deopt_variant)}"
+                              f"({tb.index}, {tb.lid}, locals())")
 
     def note_exit(self, region, tb):
         """A `break` from `region` to block tb lands after region's loop in its parent."""
@@ -797,7 +922,9 @@ class _Emitter:
             return
         kt = self.transfer_kind(t, ind + 1, ctx)
         kf = self.transfer_kind(f, ind + 1, ctx)
-        if kt == "fall" and kf == "fall":
+        checked = self.types.edge_checks
+        if kt == "fall" and kf == "fall" and not (
+                checked and ((b.index, t) in checked or (b.index, f) in checked)):
             self.flush(pending, ind, ctx[2])
             o.add(ind, f"_b = {self.lid(t)} if {cond} else {self.lid(f)}")
             return
@@ -1356,6 +1483,27 @@ class _EntryEmitter(_Emitter):
         pass                    # (`_b` is a parameter)
 
 
+class _ResumeEmitter(_EntryEmitter):
+    """`pyname__resume(_b, _r)`: goes on at block `_b` with the variables of `_r`
+    (keyed by Python local names: a frame's `locals()`), generic typing -- where
+    a frame whose kind assumed at a loop header failed goes on."""
+    variant = "resume"
+
+    def signature(self, params):
+        return "_b, _r"
+
+    def emit_inputs(self):
+        self.emit_jit_resume(1)
+
+    def emit_jit_resume(self, ind):
+        """Take the variables (and ssa2 shadows) of the dict `_r` of local names."""
+        names = [var_name(v) for v in self.fc.variables]
+        names += [shadow_name(k[1]) for k in sorted(self.fc.generic_types.spec_vars, key=str)
+                  if isinstance(k, tuple)]
+        for n in names:
+            self.out.add(ind, f"if {n!r} in _r: {n} = _r[{n!r}]")
+
+
 class _OsrEmitter(_Emitter):
     """`osr_source(header)`: entered at a loop header with the variables of `_vars`;
     the loops around the header's loop are entered by a range test and keep
@@ -1374,7 +1522,7 @@ class _OsrEmitter(_Emitter):
         super().__init__(fc)
 
     def typing(self, fc):
-        return fc.types if fc.osr_typed else fc.generic_types
+        return fc.osr_types
 
     def signature(self, params):
         return "_vars"
@@ -1382,19 +1530,34 @@ class _OsrEmitter(_Emitter):
     def emit_inputs(self):
         self.emit_vars()
         fc = self.fc
-        if self.types is fc.types and fc.assumes:
-            # The assumptions about parameters, on the values they were called with
-            # (never reassigned); else the entry variant, which assumes nothing.
-            test = " or ".join(f"({p!r} in _vars and {t})" for p, t in fc.assumes)
-            self.out.add(1, f"if {test}: return {self.links.variant(fc.index, 'entry')}"
+        # The assumptions about parameters, on the values they were called with
+        # (never reassigned), and the kinds assumed at this header; if one fails,
+        # the entry variant, which assumes nothing.
+        tests = [f"({p!r} in _vars and {t})" for p, t in fc.assumes] \
+            if fc.osr_typed and self.types is not fc.generic_types else []
+        if self.types is fc.osr_types and self.types is not fc.generic_types:
+            tests += fc.header_tests(self.osr, var_name)
+        if tests:
+            self.out.add(1, f"if {' or '.join(tests)}: return "
+                            f"{self.links.variant(fc.index, 'entry')}"
                             f"({fc.blocks_by_index[self.osr].lid}, _vars)")
 
     def emit_start(self):
         self.out.add(1, f"_b = {self.fc.blocks_by_index[self.osr].lid}")
 
 
+class _OsrPlainEmitter(_OsrEmitter):
+    """`pyname__osrplain<lid>(_vars)`: the osr variant assuming no kinds at loop
+    headers (where a frame whose assumed kind failed goes on, `deopt`)."""
+    variant = "osrplain"
+
+    def typing(self, fc):
+        return fc.param_types if fc.osr_typed else fc.generic_types
+
+
 class _JitHooks:
     """Mixed into the jit variants (`jit_source()`)."""
+    deopt_variant = "deoptx"    # (generic code with the JIT's hooks: jitx)
 
     def emit_header_hook(self, loop, ind):
         """At a loop header: when the JIT has raised the loop's flag
@@ -1427,7 +1590,7 @@ class _JitEmitter(_JitHooks, _NormalEmitter):
     variant = "jit"
 
 
-class _JitxEmitter(_JitHooks, _EntryEmitter):
+class _JitxEmitter(_JitHooks, _ResumeEmitter):
     """`pyname__jitx(_b, _r)`: where a jit variant goes on when native code hands
     control back (block `_b`, variables in `_r`, keyed by Python local names)."""
     variant = "jitx"
@@ -1441,25 +1604,10 @@ class _JitxEmitter(_JitHooks, _EntryEmitter):
                       "variables": list(fc.variables)}
         return links
 
-    def signature(self, params):
-        return "_b, _r"
-
-    def emit_inputs(self):
-        self.emit_jit_resume(1)
-
     def emit_native_exit(self, ind):
         self.out.add(ind, "_b, _r = _r")
         self.emit_jit_resume(ind)
         self.out.add(ind, "continue")
-
-    def emit_jit_resume(self, ind):
-        """Take the variables (and ssa2 shadows) native code assigned (dict `_r` of
-        local names)."""
-        names = [var_name(v) for v in self.fc.variables]
-        names += [shadow_name(k[1]) for k in sorted(self.fc.generic_types.spec_vars, key=str)
-                  if isinstance(k, tuple)]
-        for n in names:
-            self.out.add(ind, f"if {n!r} in _r: {n} = _r[{n!r}]")
 
 
 class _OsrJitEmitter(_JitHooks, _OsrEmitter):
@@ -1514,8 +1662,9 @@ class _OsrRecordEmitter(_RecordHooks, _OsrEmitter):
 
 
 _EMITTERS = {cls.variant: cls for cls in (
-    _Emitter, _NormalEmitter, _EntryEmitter, _JitEmitter, _JitxEmitter, _RecordEmitter,
-    _OsrEmitter, _OsrJitEmitter, _OsrRecordEmitter)}
+    _Emitter, _NormalEmitter, _EntryEmitter, _ResumeEmitter, _JitEmitter, _JitxEmitter,
+    _RecordEmitter,
+    _OsrEmitter, _OsrPlainEmitter, _OsrJitEmitter, _OsrRecordEmitter)}
 
 
 def dump_requested():

@@ -173,10 +173,15 @@ class ColdEngine:
             return self.program.promote(cf)(*args)
         return self.activate(cf, dict(zip(cf.params, args)))
 
-    def _ready(self, cf, header=None):
-        """cf ran past its budget (at a call, or at a backward jump to `header`): is
-        it promoted now?  At the first, warm budget (a code cache is used) only if
-        the code it would load is cached; else it runs on to the full budget."""
+    def _ready(self, cf, header=None, env=None):
+        """cf ran past its budget (at a call, or at a backward jump to `header` with
+        the variables `env`): is it promoted now?  At the first, warm budget (a code
+        cache is used) only if the code it would load is cached; else it runs on to
+        the full budget."""
+        if env is not None:
+            # (what the loop's variables hold as they arrive: the generated code may
+            # assume it; before the cache is asked, as the key holds it)
+            self.program.saw_at_header(cf.index, header, env)
         cold = cf.cold_budget
         if cold is None:
             return True
@@ -215,7 +220,7 @@ class ColdEngine:
                     cf.work += n - mark
                     mark = n
                     if (cf.work > cf.budget and self.promote_enabled and not env.get(_SPEC_KEY)
-                            and self._ready(cf, t)):
+                            and self._ready(cf, t, env)):
                         entry = self._osr_entry(cf, t)
                         if entry is not None:
                             return entry(env)
@@ -280,7 +285,7 @@ class ColdEngine:
                     cf.work += n - mark
                     mark = n
                     if (cf.work > cf.budget and self.promote_enabled and not env.get(_SPEC_KEY)
-                            and self._ready(cf, t)):
+                            and self._ready(cf, t, env)):
                         entry = self._osr_entry(cf, t)
                         if entry is not None:
                             return entry(env)

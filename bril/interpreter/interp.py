@@ -116,6 +116,8 @@ class CompiledProgram:
         self.codes = {}             # global function index -> FunctionCode
         self.despecialized = set()  # functions bound to their generic variants (`miss`)
         self.respecialized = {}     # function index -> {param: kind} it was regenerated for
+        self.header_seen = {}       # function index -> {loop header: {variable: kind}}
+        self.loops_respecialized = set()    # functions `deopt` regenerated
         self.cache = None           # a bril.cache.codecache.CodeCache for generated code
         self._prefetched = {}       # cache key -> an entry read by `cached` for `load`
         self.jit_mode = False       # promote to the jit variant (brili --jit)
@@ -197,6 +199,7 @@ class CompiledProgram:
         for name, i, variant in links.variants:
             if name not in ns:
                 ns[name] = self.miss(i) if variant == "miss" else \
+                    self.deopt(i, variant) if variant in _DEOPT_TARGETS else \
                     self._lazy_variant(name, i, variant)
         for name, (i, header) in links.counters.items():
             if name not in ns:
@@ -218,6 +221,24 @@ class CompiledProgram:
         if cf is None or not cf.seen:
             return {}
         return {p: k for p, k in cf.seen.items() if k is not None}
+
+    def saw_at_header(self, index, header, env):
+        """The cold tier moves a frame of function `index` to generated code at loop
+        header `header` (a block index) with the variables `env`: the kinds of
+        its scalar values there, which the code may assume at that header."""
+        kinds = {k: _SCALAR_KINDS.get(type(v)) for k, v in env.items() if isinstance(k, str)}
+        self.header_seen.setdefault(index, {})[header] = {
+            k: kind for k, kind in kinds.items() if kind is not None}
+
+    def loop_kinds_seen(self, index):
+        """((header, ((variable, kind), ...)), ...): what `saw_at_header` saw of
+        function `index` (nothing once it was bound to its generic variant)."""
+        if index in self.despecialized:
+            return ()
+        seen = self.header_seen.get(index)
+        if not seen:
+            return ()
+        return tuple(sorted((h, tuple(sorted(vs.items()))) for h, vs in seen.items()))
 
     def miss(self, index):
         """Where a function whose entry assumptions failed goes (`F..__miss`): its
@@ -254,6 +275,61 @@ class CompiledProgram:
                 self._despecialize(index, generic[0])
             return generic[0](*args)
         return missed
+
+    def deopt(self, index, how):
+        """Where a frame goes when a kind assumed at a loop header fails on entry
+        (`F..__deopt`, called with the header's block index and layout id, and the
+        frame's locals).
+        The first time in a run that the frame brings kinds other than the ones
+        seen there before (a phase of the program), the function is regenerated
+        for them and the frame goes on in the new code (its osr variant at the
+        header); later calls run it too: one regeneration a run, no loop of them.
+        Otherwise the frame goes on in code that assumes no kinds at loop headers
+        (its `osrplain` variant; under the JIT, the generic jitx), and after
+        MISS_LIMIT of those the function is bound to its generic variant."""
+        count = [0]
+        targets = {}                # header -> the code the frame goes on in (memo)
+
+        def resume(header, lid, frame):
+            # (nothing here analyses the function: its code may come from the cache)
+            values = _frame_values(self.linked.functions[index], frame)
+            if index not in self.loops_respecialized and index not in self.despecialized:
+                self.loops_respecialized.add(index)
+                seen = (self.header_seen.get(index) or {}).get(header)
+                self.saw_at_header(index, header, values)
+                if self.header_seen[index][header] != seen:
+                    self.codes.pop(index, None)
+                    self._rebind(index, self._promoted_on_call(index))
+                    entry = self.load(index, self.promoted_variant(osr=True), header)
+                    if entry is not None:
+                        return entry(values)
+            count[0] += 1
+            if count[0] == MISS_LIMIT and index not in self.despecialized:
+                self._despecialize(index, self.load(index, "generic"))
+            plain = targets.get(header)
+            if plain is None:
+                plain = targets[header] = (self.load(index, "osrplain", header)
+                                           if how == "deopt" else None) or False
+            if plain:
+                return plain(values)
+            generic = targets.get(None)
+            if generic is None:
+                generic = targets[None] = self.load(index, _DEOPT_TARGETS[how])
+            return generic(lid, frame)
+        return resume
+
+    def _promoted_on_call(self, index):
+        """The promoted variant of function `index`, loaded when it is next called
+        (this frame may be its last call: `@main`); under the JIT, loaded now."""
+        variant = self.promoted_variant()
+        if self.jit_mode:
+            return self.load(index, variant)
+
+        def first_call(*args):
+            fn = self.load(index, variant)
+            self._rebind(index, fn)
+            return fn(*args)
+        return first_call
 
     def _respecialize(self, index, kinds):
         """Regenerate function `index` assuming `kinds` of its `any` parameters and
@@ -303,8 +379,9 @@ class CompiledProgram:
         fc = self.codes.get(index)
         kinds = tuple(fc.assumed_kinds) if fc is not None else \
             tuple(sorted(self.observed_kinds(index).items()))
+        seen = fc.loop_seen if fc is not None else self.loop_kinds_seen(index)
         return function_key(self.linked, index, variant, osr,
-                            (self.native_heap, self.check_facts, kinds))
+                            (self.native_heap, self.check_facts, kinds, seen))
 
     def _from_cache(self, key):
         if key is None:
@@ -475,11 +552,33 @@ class CompiledProgram:
 
 
 # Variants kept in the code cache (the others carry hooks numbered per run).
-_CACHED_VARIANTS = ("normal", "generic", "osr", "osrjit", "entry", "jit", "jitx")
+_CACHED_VARIANTS = ("normal", "generic", "osr", "osrjit", "osrplain", "entry", "jit", "jitx",
+                    "resume")
+# The variant a failed loop-header assumption resumes in (`deopt`), per link kind.
+_DEOPT_TARGETS = {"deopt": "resume", "deoptx": "jitx"}
 
 
 def _no_event(*args):
     pass
+
+
+def _frame_values(func, frame):
+    """{variable (or ("shadow", name)): value} of the `locals()` of a frame of func's
+    generated code, as its osr variants take them."""
+    values = {}
+    for p in func.get("args") or ():
+        name = p.get("name")
+        if isinstance(name, str) and var_name(name) in frame:
+            values[name] = frame[var_name(name)]
+    for instr in func.get("instrs") or ():
+        d = instr.get("dest")
+        if isinstance(d, str) and d not in values and var_name(d) in frame:
+            values[d] = frame[var_name(d)]
+        if instr.get("op") == "set" and instr.get("args"):
+            s = instr["args"][0]
+            if isinstance(s, str) and shadow_name(s) in frame:
+                values[("shadow", s)] = frame[shadow_name(s)]
+    return values
 
 
 def _links_from_data(data):
@@ -605,6 +704,8 @@ def _call_in_big_thread(fn, timeout=None):
 
 
 TIERS = ("auto", "cold", "fast")
+# The kind of each scalar value (`CompiledProgram.saw_at_header`).
+_SCALAR_KINDS = {int: "int", bool: "bool", float: "float", str: "char"}
 # Calls whose entry assumptions fail before a function is bound to its generic
 # variant for the rest of the run (`CompiledProgram.miss`).
 MISS_LIMIT = 64

@@ -16,13 +16,13 @@ def function_name(index, name):
 
 
 VARIANT_SUFFIX = {"normal": "", "generic": "__generic", "entry": "__entry", "jit": "__jit",
-                  "jitx": "__jitx", "record": "__record"}
+                  "jitx": "__jitx", "record": "__record", "resume": "__resume"}
 
 
 def variant_name(index, name, variant, osr=None):
     """The Python name a variant of function number `index` is defined as (`osr`:
     the block index an osr variant is entered at)."""
-    if variant in ("osr", "osrjit", "osrrecord"):
+    if variant in ("osr", "osrjit", "osrrecord", "osrplain"):
         return f"{function_name(index, name)}__{variant}{osr}"
     return function_name(index, name) + VARIANT_SUFFIX[variant]
 
@@ -137,4 +137,5 @@ class Links:
 
 
 # Global names of lazily compiled variants: `_G3` (generic variant of function 3).
-VARIANT_TAGS = {"generic": "G", "entry": "Y", "jitx": "X", "miss": "M"}
+VARIANT_TAGS = {"generic": "G", "entry": "Y", "jitx": "X", "miss": "M", "deopt": "Z",
+                "deoptx": "W"}
