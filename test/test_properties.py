@@ -451,7 +451,7 @@ def test_regression(path):
 
 # --- 6. values that change kind --------------------------------------------------------
 
-@examples(20)
+@examples(12)
 @given(case=strategies.phase_cases())
 def test_engines_agree_when_any_values_change_kind(case):
     """Programs whose `any` values are ints in one phase of the run and floats in

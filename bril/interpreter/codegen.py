@@ -79,7 +79,8 @@ from ..analysis.cfg import natural_loops
 from ..ir import messages as M
 from ..ir.errors import BrilError
 from ..ir.support import (ARG_COUNTS, CHECKERS, PY_TYPES, argcount_message, arity_message,
-                          call_funcs_message, check_stmt, checked_expr, decl_kind, nonvoid_message, operand_message)
+                          call_funcs_message, check_stmt, checked_expr, decl_kind,
+                          nonvoid_message, operand_message)
 from ..native_runtime.pynames import (Links, escape as _escape, function_name, shadow_name,
                                       var_name, variant_name)
 from ..ir.values import UNSET, const_value, js_type_text, type_cmp
@@ -213,8 +214,6 @@ def _float_literal(x):
     return repr(x)
 
 
-
-
 class FunctionCode:
     """A compiled Bril function: blocks, variables, types and the generated source.
 
@@ -242,9 +241,9 @@ class FunctionCode:
         self.blocks, self.root, self.loops = layout(self.blocks_by_index)
         self.assumed_regions = self._assumable_params()
         self.assumed_kinds = self._observed_kinds()
+        # ("ptr:K": a pointer into a region of K, as `assumed_regions` says of typed ones)
         assumed = {p: frozenset({"ptr:" + k}) for p, k in self.assumed_regions}
         assumed.update({p: frozenset({k}) for p, k in self.assumed_kinds})
-        # ("ptr:K": a pointer into a region of K, as `assumed_regions` says of typed ones)
         # (what the cold tier saw at loop headers: kept, the cache key holds it)
         self.loop_seen = program.loop_kinds_seen(index) if program is not None else ()
         self._assumed = assumed
@@ -303,10 +302,6 @@ class FunctionCode:
         loop); a failed check leaves the code (`CompiledProgram.deopt`).  A kind
         every edge into the header would fail is not assumed."""
         headers = self._loop_kinds()
-        preds = {}
-        for b in self.blocks_by_index:
-            for t in b.succs:
-                preds.setdefault(t, set()).add(b.index)
         for _ in range(rounds):
             if not headers and not assumed:
                 return {}, self.generic_types
@@ -314,18 +309,28 @@ class FunctionCode:
                 h: {v: frozenset((k,)) for v, k in vs.items()} for h, vs in headers.items()})
             if not types.precise:
                 break
-            fails = types.edge_fails
-            bad = [(h, var) for h, vs in headers.items() for var in vs
-                   if all((src, h, var) in fails for src in preds.get(h, ()))]
+            bad = self._hopeless(types, headers)
             if not bad:
                 return headers, types
             for h, var in bad:
                 headers[h].pop(var, None)
                 if not headers[h]:
                     del headers[h]
-        headers = {}
         return {}, (tc.infer(self.func, self.blocks_by_index, assumed)
                     if assumed else self.generic_types)
+
+    def _hopeless(self, types, headers):
+        """[(header, variable)]: the kinds assumed that every edge into the header
+        would fail to find (pointless: each arrival would leave the code)."""
+        fails = types.edge_fails
+        if not fails:
+            return []
+        preds = {}
+        for b in self.blocks_by_index:
+            for t in b.succs:
+                preds.setdefault(t, set()).add(b.index)
+        return [(h, var) for h, vs in headers.items() for var in vs
+                if all((src, h, var) in fails for src in preds.get(h, ()))]
 
     @property
     def param_types(self):
@@ -350,11 +355,8 @@ class FunctionCode:
             self._osr_types = tc.infer(self.func, self.blocks_by_index, None, {
                 h: {v: frozenset((k,)) for v, k in vs.items()}
                 for h, vs in self.header_kinds.items()})
-            fails = self._osr_types.edge_fails
-            if any(all((src, h, var) in fails for src in range(len(self.blocks_by_index))
-                       if h in self.blocks_by_index[src].succs)
-                   for h, vs in self.header_kinds.items() for var in vs):
-                self._osr_types = self.generic_types    # (every edge would fail)
+            if self._hopeless(self._osr_types, self.header_kinds):
+                self._osr_types = self.generic_types
         return self._osr_types
 
     def header_tests(self, header, names):

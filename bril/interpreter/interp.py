@@ -117,6 +117,7 @@ class CompiledProgram:
         self.despecialized = set()  # functions bound to their generic variants (`miss`)
         self.respecialized = {}     # function index -> {param: kind} it was regenerated for
         self.header_seen = {}       # function index -> {loop header: {variable: kind}}
+        self._any_vars = {}         # function index -> its variables declared `any`
         self.loops_respecialized = set()    # functions `deopt` regenerated
         self.cache = None           # a bril.cache.codecache.CodeCache for generated code
         self._prefetched = {}       # cache key -> an entry read by `cached` for `load`
@@ -225,8 +226,14 @@ class CompiledProgram:
     def saw_at_header(self, index, header, env):
         """The cold tier moves a frame of function `index` to generated code at loop
         header `header` (a block index) with the variables `env`: the kinds of
-        its scalar values there, which the code may assume at that header."""
-        kinds = {k: _SCALAR_KINDS.get(type(v)) for k, v in env.items() if isinstance(k, str)}
+        its `any` variables' scalar values there, which the code may assume at that
+        header.  (Only `any` variables: a typed one's kind is known, and one seen
+        assigned or not depending on when the frame moved would change the cache
+        key of a typed program between runs.)"""
+        names = self._any_vars.get(index)
+        if names is None:
+            names = self._any_vars[index] = _any_variables(self.linked.functions[index])
+        kinds = {k: _SCALAR_KINDS.get(type(v)) for k, v in env.items() if k in names}
         self.header_seen.setdefault(index, {})[header] = {
             k: kind for k, kind in kinds.items() if kind is not None}
 
@@ -560,6 +567,14 @@ _DEOPT_TARGETS = {"deopt": "resume", "deoptx": "jitx"}
 
 def _no_event(*args):
     pass
+
+
+def _any_variables(func):
+    """The names func declares `any` (parameters and destinations)."""
+    names = {p.get("name") for p in func.get("args") or () if p.get("type") == "any"}
+    names.update(i.get("dest") for i in func.get("instrs") or () if i.get("type") == "any")
+    names.discard(None)
+    return names
 
 
 def _frame_values(func, frame):
