@@ -110,9 +110,6 @@ _WRAP_PREFIX = "wrap64("
 _NOT_INLINED_OPS = STATEFUL_OPS         # (state beyond the callee's variables)
 
 
-_PY_SCALARS = ("int", "bool", "float", "char")
-
-
 def _key_pyname(key):
     return shadow_name(key[1]) if isinstance(key, tuple) else var_name(key)
 
@@ -288,7 +285,7 @@ class FunctionCode:
                     continue
                 kinds = used.get(var)
                 k = next(iter(kinds)) if kinds and len(kinds) == 1 else saw.get(var)
-                if k in _PY_SCALARS and tags != {k} and (k in tags or "?" in tags):
+                if k in tc.PRIMS and tags != {k} and (k in tags or "?" in tags):
                     found[var] = k
             if found:
                 out[loop.header] = found

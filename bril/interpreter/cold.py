@@ -42,7 +42,7 @@ from ..ir.messages import (ARGUMENT_MISMATCH, DECLARATION_MISMATCH, RESULT_MISMA
                            UNTYPED_DEST, VALUE_WITHOUT_DEST, VOID_IN_VALUE_CALL)
 from ..ir.support import (ARG_COUNTS, CHECK_FUNCTIONS, CHECKERS, KIND_CHECK, argcount_message,
                           arity_message, call_funcs_message, decl_kind, nonvoid_message,
-                          operand_message, unknown_type_message)
+                          operand_message, unknown_type_message, SCALAR_KIND)
 from ..ir.values import UNDEF, UNSET, const_value, format_value, js_type_text, type_cmp
 
 # A function is promoted to generated Python once it has run this many times its
@@ -67,7 +67,7 @@ _SPEC_KEY = 1
 
 # The kinds of `any` values the generated code can assume of a parameter (a pointer:
 # "ptr:K", K its region's element kind, `_pointer_kind`).
-_KINDS = {int: "int", bool: "bool", float: "float", str: "char"}
+_KINDS = SCALAR_KIND
 _ELEM_KINDS = ("int", "bool", "float", "char", "any")
 
 

@@ -44,7 +44,7 @@ from . import heap as heapmod
 from ..ir.linker import link
 from ..native_runtime.pynames import function_name, shadow_name, var_name, variant_name
 from ..ir.ops import HELPERS as OP_HELPERS
-from ..ir.support import CHECK_FUNCTIONS
+from ..ir.support import CHECK_FUNCTIONS, SCALAR_KIND
 from ..ir.values import UNDEF, MISSING, format_float, format_value, kind_of, parse_main_args
 
 # Nested Bril calls allowed before "recursion too deep" (the reference, on a 1 MB
@@ -233,7 +233,7 @@ class CompiledProgram:
         names = self._any_vars.get(index)
         if names is None:
             names = self._any_vars[index] = _any_variables(self.linked.functions[index])
-        kinds = {k: _SCALAR_KINDS.get(type(v)) for k, v in env.items() if k in names}
+        kinds = {k: SCALAR_KIND.get(type(v)) for k, v in env.items() if k in names}
         self.header_seen.setdefault(index, {})[header] = {
             k: kind for k, kind in kinds.items() if kind is not None}
 
@@ -719,8 +719,6 @@ def _call_in_big_thread(fn, timeout=None):
 
 
 TIERS = ("auto", "cold", "fast")
-# The kind of each scalar value (`CompiledProgram.saw_at_header`).
-_SCALAR_KINDS = {int: "int", bool: "bool", float: "float", str: "char"}
 # Calls whose entry assumptions fail before a function is bound to its generic
 # variant for the rest of the run (`CompiledProgram.miss`).
 MISS_LIMIT = 64

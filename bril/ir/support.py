@@ -20,6 +20,8 @@ CHECKERS = {"int": "_cint", "bool": "_cbool", "float": "_cfloat", "char": "_ccha
             "ptr": "_cptr"}
 # The Python type holding each value kind (a pointer is a (data, offset, region) tuple).
 PY_TYPES = {"int": int, "bool": bool, "float": float, "char": str, "ptr": tuple}
+# The kind of a scalar value, by its Python type.
+SCALAR_KIND = {t: k for k, t in PY_TYPES.items() if k != "ptr"}
 
 
 def checked_expr(v, kind, msg):
