@@ -118,14 +118,19 @@ def test_the_code_cache_keeps_each_assumption_apart(tmp_path):
     assert _run(PHASES, ["3000", "5000"], cache=cache) == ints   # (warm, each its own)
 
 
-def test_an_inlined_copy_is_typed_by_its_call_site():
-    prog = parse_program("""
+# A small `any` function (inlined where it is called).
+_MOD = """
 @mod(a: any, m: any): any {
   q: any = div a m;
   q: any = mul q m;
   r: any = sub a q;
   ret r;
 }
+"""
+
+
+def test_an_inlined_copy_is_typed_by_its_call_site():
+    prog = parse_program(_MOD + """
 @main {
   x: int = const 17;
   m: int = const 5;
@@ -156,13 +161,7 @@ def _outcome(text, tier):
     return out.getvalue(), None
 
 
-_MOD_TEXT = """
-@mod(a: any, m: any): any {
-  q: any = div a m;
-  q: any = mul q m;
-  r: any = sub a q;
-  ret r;
-}
+_MOD_TEXT = _MOD + """
 @main {
   x: int = const 17;
   m: int = const 5;
