@@ -165,8 +165,8 @@ def store_check_line(value, value_kind):
     value_kind: the value's kind if statically known, None if not."""
     if value_kind is None:
         # (a region of `any` takes every value: no look-up of the value's kind)
-        return (f"if _hr.accepts != {_ANY_BITS} and not _hr.accepts & _KIND_BITS[_kind({value})]: "
-                f"_hbadstore(_hr, {value})")
+        return (f"if _hr.accepts != {_ANY_BITS} and "
+                f"not _hr.accepts & _KIND_BITS[_kind({value})]: _hbadstore(_hr, {value})")
     return f"if not _hr.accepts & {KIND_BITS[value_kind]}: _hbadstore(_hr, {value})"
 
 

@@ -343,7 +343,7 @@ class CompiledProgram:
         bind its name to the result (its misses go on to the same `missed`)."""
         self.respecialized[index] = kinds
         self.codes.pop(index, None)
-        self._rebind(index, self.load(index, self.promoted_variant()))
+        self._rebind(index, self._promoted_on_call(index))
 
     def _despecialize(self, index, generic):
         self.despecialized.add(index)
