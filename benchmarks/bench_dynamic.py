@@ -13,8 +13,12 @@ A B A B ..., so that a burst of load on a shared machine hits both alike):
   untimed runs of each form with BRIL_JIT_PRECOMPILE=wait (the native code the
   first run found worth building is built before it exits), then timed runs
   that find it there;
-- brilc: the executable `brilc` builds, always on the LONG-ARGS inputs (on the
-  ARGS inputs a native run is about a millisecond, mostly process start-up);
+- brilc: the executable `brilc` builds, on the NATIVE-ARGS inputs (natively,
+  even LONG-ARGS runs take milliseconds, mostly process start-up; NATIVE-ARGS
+  take a few tenths of a second; LONG-ARGS where a program has none);
+- brilc+prof: the dynamic form's executable built by `brilc --profile P`, P
+  written by `brili --write-profile P` on the ARGS input (a smaller one), against
+  the same typed executable;
 - ref (only with --reference CMD): another interpreter command that reads
   JSON on stdin and takes -p, e.g. the reference brili.ts under deno.
 
@@ -27,9 +31,12 @@ the two forms must print the same stdout, and every tier the same stdout and
 `-p` count as brili; a `!` marks a disagreement (exit status 1).
 
 With --long, brili, jit and ref run on the LONG-ARGS inputs too (the
-reference then takes seconds per run).  Even there the native tiers (brilc,
-warm jit) run for milliseconds, much of it process start-up, so their ratios
-are coarse; a program that stays slow natively stands out all the same.
+reference then takes seconds per run).  Even there warm jit runs for
+milliseconds, much of it process start-up, so its ratios are coarse; a program
+that stays slow natively stands out all the same.  On NATIVE-ARGS (too long for
+the interpreters) the executables' output is checked against each other: the
+typed and the dynamic form print the same, and the profiled executable prints
+and counts what the plain one does.
 
 Examples:
   python benchmarks/bench_dynamic.py
@@ -55,11 +62,19 @@ import harness
 DYNAMIC = harness.HERE / "dynamic"
 TYPED = DYNAMIC / "typed"
 _LONG_RE = re.compile(r"^\s*#\s*LONG-ARGS:(.*)$", re.M)
+_NATIVE_RE = re.compile(r"^\s*#\s*NATIVE-ARGS:(.*)$", re.M)
 
 
 def long_args_of(path):
     """The `# LONG-ARGS:` arguments (an input for speed measurement), or None."""
     m = _LONG_RE.search(Path(path).read_text())
+    return m.group(1).split() if m else None
+
+
+def native_args_of(path):
+    """The `# NATIVE-ARGS:` arguments (an input long enough to time native code),
+    or None."""
+    m = _NATIVE_RE.search(Path(path).read_text())
     return m.group(1).split() if m else None
 
 
@@ -131,6 +146,7 @@ def main(argv=None):
         tiers.append(("jit", opts.jit))
     if opts.brilc:
         tiers.append(("brilc", opts.brilc))
+        tiers.append(("brilc+prof", opts.brilc))
     if opts.reference:
         tiers.append(("ref", opts.reference))
     programs = pairs(opts.program)
@@ -144,9 +160,11 @@ def main(argv=None):
           f"seconds of whole processes, best of {opts.repeat}, the two forms in turn; "
           f"ratio = dynamic / typed")
     for label, command in tiers:
-        on = "LONG-ARGS" if label == "brilc" else inputs
+        on = "NATIVE-ARGS" if label.startswith("brilc") else inputs
         extra = (" warm (cache filled by two runs, BRIL_JIT_PRECOMPILE=wait)"
-                 if label == "jit" else " (generated code cached)" if label == "brili" else "")
+                 if label == "jit" else " (generated code cached)" if label == "brili" else
+                 f" --profile (written by {opts.interp} --write-profile on ARGS)"
+                 if label == "brilc+prof" else "")
         print(f"  {label}: {command}{extra}, on {on}")
     header = f"{'program':<{name_w}}{'instr d/t':>10}" + "".join(
         f"  {label + ' typed/dyn s':>{cell_w - 8}} {'ratio':>6}" for label, _ in tiers)
@@ -166,8 +184,11 @@ def main(argv=None):
                 jsons = [harness.to_json(p, opts.bril2json) for p in forms]
                 short = harness.args_of(dyn_path)
                 long_ = long_args_of(dyn_path) or short
-                if harness.args_of(typed_path) != short or (long_args_of(typed_path) or short) != long_:
-                    print(f"{name:<{name_w}}  the typed twin's ARGS or LONG-ARGS differ")
+                native_ = native_args_of(dyn_path) or long_
+                if harness.args_of(typed_path) != short or (long_args_of(typed_path) or short) \
+                        != long_ or (native_args_of(typed_path) or long_) != native_:
+                    print(f"{name:<{name_w}}  the typed twin's ARGS, LONG-ARGS or "
+                          f"NATIVE-ARGS differ")
                     problems += 1
                     continue
                 line = f"{name:<{name_w}}"
@@ -178,7 +199,7 @@ def main(argv=None):
                     harness.run_interp(opts.interp, program_json, args, env=warm_env)
                 base = paired_best([opts.interp] * 2, jsons, args, opts.repeat, warm_env)
                 long_base = base
-                if opts.brilc and not opts.long:
+                if opts.brilc and native_ == long_ and not opts.long:
                     long_base = [harness.run_interp(opts.interp, j, long_, env=warm_env)
                                  for j in jsons]
                 errors = [r.error for r in base + long_base if r.error]
@@ -200,17 +221,32 @@ def main(argv=None):
                             for _ in range(2):
                                 harness.run_interp(command, program_json, args, env=fill_env)
                         runs = paired_best([command] * 2, jsons, args, opts.repeat, warm_env)
-                    elif label == "brilc":
-                        exes = [Path(tmp) / f"{name}-{k}" for k in ("typed", "dyn")]
-                        error = next((e for e in (build(command, j, x) for j, x in zip(jsons, exes))
-                                      if e), None)
+                    elif label.startswith("brilc"):
+                        exes = [Path(tmp) / f"{name}-typed", Path(tmp) / f"{name}-{label}"]
+                        commands = [command, command]
+                        if label == "brilc+prof":
+                            prof = Path(tmp) / f"{name}.profile"
+                            harness.run_interp(f"{opts.interp} --write-profile "
+                                               f"{shlex.quote(str(prof))}", jsons[1], short)
+                            commands[1] += f" --profile {shlex.quote(str(prof))}"
+                        error = next((e for e in (build(c, j, x) for c, j, x in
+                                                  zip(commands, jsons, exes)) if e), None)
                         if error:
                             line += f"  {'brilc failed':>{cell_w}}"
-                            marks.append(f"brilc: {error.splitlines()[0]}")
+                            marks.append(f"{label}: {error.splitlines()[0]}")
                             continue
-                        runs = paired_best([str(x) for x in exes], [b"", b""], long_,
+                        runs = paired_best([str(x) for x in exes], [b"", b""], native_,
                                            opts.repeat)
-                        against = long_base
+                        if native_ == long_:
+                            against = long_base
+                        elif label == "brilc":
+                            # (no interpreter run on NATIVE-ARGS: the forms agree, and
+                            # the profiled executable agrees with this one)
+                            plain = against = runs
+                            if runs[0].stdout != runs[1].stdout:
+                                marks.append("the typed and dynamic executables differ")
+                        else:
+                            against = plain
                     else:
                         runs = paired_best([command] * 2, jsons, args, opts.repeat)
                     failed = next((r.error for r in runs if r.error), None)

@@ -19,6 +19,7 @@ import sys
 
 USAGE = """\
 usage: brilc [-o OUT] [--emit-llvm | -c] [-O LEVEL] [--no-count] [-f FILE | --text] [-L DIR]...
+             [--profile FILE]
 
 Compile the Bril program read as JSON from standard input to native code.
 
@@ -34,6 +35,12 @@ options:
   -f FILE       read the program from FILE (.bril text, or .json)
   --text        read Bril text (not JSON) from standard input
   -L DIR        also look for imported files in DIR (repeatable)
+  --profile FILE
+                a type profile (brili --write-profile FILE, from a run on any
+                input): each function whose `any` parameters held one type
+                each gets a variant for those types, with them and the `any`
+                variables that follow from them unboxed; its entry checks the
+                arguments' types and runs the generic code when they differ
   -h, --help    show this help
 
 Bril passes run before brilc: bril2json < p.bril | bril-opt -O SPEC... | brilc.
@@ -60,6 +67,7 @@ def _parser():
     p.add_argument("-f", dest="file")
     p.add_argument("--text", action="store_true")
     p.add_argument("-L", dest="lib_dirs", action="append", default=[])
+    p.add_argument("--profile")
     p.add_argument("-h", "--help", action="store_true")
     return p
 
@@ -96,9 +104,14 @@ def _body(argv):
 def _compile(opts):
     prog, filename = read_program(opts.file, opts.text)
     from bril.backend import llvm_lower, native
+    profile = None
+    if opts.profile is not None:
+        from bril.interpreter import type_profile
+        profile = type_profile.read(opts.profile)
     base_dir = os.path.dirname(os.path.abspath(filename)) if filename else None
     module = llvm_lower.lower_program(prog, base_dir=base_dir, lib_dirs=opts.lib_dirs,
-                                      filename=filename, count=not opts.no_count)
+                                      filename=filename, count=not opts.no_count,
+                                      profile=profile)
     level = int(opts.level)
     light = native.light_for(prog)
     if opts.emit_llvm:

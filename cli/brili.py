@@ -19,7 +19,7 @@ usage: brili [-p] [-f FILE | --text] [-L DIR]... [--tier T] [--no-cache]
                                [--trace-counts] [--trace-specialize]
                                [--trace-pass SPEC]... [--load FILE.py NAME]...]
              [--no-jit | --jit [--hot N] [--jit-background] [--jit-report FILE]]
-             [ARGS...]
+             [--write-profile FILE] [ARGS...]
        brili --cache-info | --cache-clear
 
 Run the Bril program read as JSON from standard input; ARGS are the
@@ -111,6 +111,11 @@ options:
                with --jit: per loop region and function, what was compiled,
                compile time, native entries and exits; JSON if FILE ends in
                .json, text otherwise ("-" for stderr)
+  --write-profile FILE
+               after the run (also one that fails), write to FILE the types
+               the `any` parameters of each function held (JSON: a type
+               profile); `brilc --profile FILE` compiles each function for
+               them, with its generic code as the fallback
   -h, --help   show this help
   --           treat every later argument as an argument of @main
 
@@ -142,6 +147,7 @@ class _Options:
         self.cache = True
         self.cache_command = None
         self.args = []
+        self.write_profile = None
         self.exe_key = None             # (bril.backend.program_exe: found before the run)
 
 
@@ -175,7 +181,8 @@ def _tier(text):
 
 # Options taking a value: option -> (attribute, how the text becomes the value).
 _VALUED = {"-f": ("file", str), "--trace": ("trace", str), "--trace-report": ("trace_report", str),
-           "--jit-report": ("jit_report", str), "--hot": ("hot", _hot), "--tier": ("tier", _tier)}
+           "--jit-report": ("jit_report", str), "--hot": ("hot", _hot), "--tier": ("tier", _tier),
+           "--write-profile": ("write_profile", str)}
 
 
 def parse_args(argv):
@@ -220,6 +227,8 @@ def parse_args(argv):
         raise BrilError("--trace-pass and --load need --trace")
     if opts.jit and opts.trace is not None:
         raise BrilError("--jit and --trace cannot be used together")
+    if opts.write_profile is not None and opts.trace is not None:
+        raise BrilError("--write-profile and --trace cannot be used together")
     if (opts.jit_report is not None or opts.jit_background) and opts.jit is False:
         raise BrilError("--jit-report and --jit-background need the JIT (not --no-jit)")
     if opts.jit is None:
@@ -239,6 +248,7 @@ def _executable(opts, read):
     this process becomes at once if the code cache has it; None if this run is not
     one the executable can be (a flag asks for the interpreter's own work)."""
     if not (opts.jit and opts.cache and not opts.hot and opts.jit_report is None
+            and opts.write_profile is None
             and not opts.jit_background and opts.tier is None and not opts.dump):
         return None
     from bril.cache.codecache import CodeCache, enabled_by_environment
@@ -317,12 +327,23 @@ def _run_program(prog, filename, opts):
             sys.stderr.write("note: programs with imports are not traced\n")
         count = run(prog, opts.args, out=out, base_dir=base_dir,
                     lib_dirs=opts.lib_dirs, filename=filename, tier=opts.tier or "auto",
-                    cache=_code_cache(opts))
+                    cache=_code_cache(opts), observe=_observer(opts))
         if opts.trace is not None:
             _write_atomically(opts.trace, _json_text(prog))
     if opts.profile:
         sys.stderr.write(f"total_dyn_inst: {count}\n")
     return 0
+
+
+def _observer(opts):
+    """With --write-profile, what writes the type profile when the run ends."""
+    if opts.write_profile is None:
+        return None
+    from bril.interpreter import type_profile
+
+    def observe(compiled):
+        type_profile.write(opts.write_profile, type_profile.observed(compiled))
+    return observe
 
 
 def _code_cache(opts):
@@ -402,7 +423,8 @@ def _jit(prog, opts, out, base_dir, filename, cache):
                           exe_key=opts.exe_key)
     try:
         return run(prog, opts.args, out=out, base_dir=base_dir, lib_dirs=opts.lib_dirs,
-                   filename=filename, jit=jit, cache=cache, tier=opts.tier or "auto")
+                   filename=filename, jit=jit, cache=cache, tier=opts.tier or "auto",
+                   observe=_observer(opts))
     finally:
         if opts.jit_report is not None:
             from bril.backend.jit import report_text

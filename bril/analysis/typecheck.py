@@ -470,7 +470,7 @@ class FunctionTypes:
         return {keys[i] for i in _bits(live_in[bi])}
 
 
-def _result_tags(instr, args):
+def result_tags(instr, args):
     """Abstract result of a value instruction given its operands' tags."""
     op = instr["op"]
     if op == "const":
@@ -690,7 +690,7 @@ class _Analysis:
             return (_OTHER, op, instr, id(instr), aids, None, None)
         tags = _FIXED_TAGS.get(op)
         if tags is None and op not in _TAGS_FROM_ARGS:
-            tags = intern(_result_tags(instr, ()))
+            tags = intern(result_tags(instr, ()))
         bound, rk, rc = True, _R_NONE, None
         n = len(aids)
         if op == "const":
@@ -1184,7 +1184,7 @@ class _Analysis:
                         if args is None:
                             args = tuple([v[0] if v else TOP
                                           for v in [ovget(a) or get(vroot, a) for a in aids]])
-                        tags = intern(_result_tags(instr, args))
+                        tags = intern(result_tags(instr, args))
                     value = (tags, bound, None, None)
                 else:
                     if vals is None:

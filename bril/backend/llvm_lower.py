@@ -115,6 +115,27 @@ def _ptr_depth(key):
     return key, depth
 
 
+def _tag_of(key):
+    """The tag analysis's tag for values of type key (`bril.analysis.typecheck`)."""
+    if kind(key) == "ptr":
+        return "ptr:" + ("ptr" if kind(key[1]) == "ptr" else key[1])
+    return key
+
+
+def _key_of_tags(tags):
+    """The one type key of values with these tags, or None if there is none (several
+    kinds, a pointer into a region of pointers: its type is not known)."""
+    if len(tags) != 1:
+        return None
+    (tag,) = tags
+    if tag in tc.PRIMS:
+        return tag
+    elem = tag[4:] if tag.startswith("ptr:") else None
+    if elem in tc.PRIMS or elem == "any":
+        return ("ptr", elem)
+    return None
+
+
 def type_text(key):
     base, depth = _ptr_depth(key)
     return "ptr<" * depth + base + ">" * depth
@@ -1002,12 +1023,20 @@ class LoweredFunction:
     """What lowering a function needs to know before its body: variable types,
     blocks, definedness, its LLVM signature."""
 
-    def __init__(self, index, func, module, count, symbol=None, main=False):
+    def __init__(self, index, func, module, count, symbol=None, main=False, assumed=None,
+                 generic=None):
         self.index = index
         self.func = func
         self.name = func.get("name", "")
         self.blocks = build_blocks(func)
-        self.types = tc.infer(func, self.blocks)
+        # `assumed` ({parameter declared `any`: type key}): this is the function's
+        # variant for calls passing such values (`ProgramLowering.variant`), entered
+        # from `generic`'s entry once its tags say so: those parameters, and the
+        # `any` variables that then only ever hold one type's values, are held
+        # unboxed.
+        self.assumed = assumed or {}
+        self.types = tc.infer(func, self.blocks, {p: {_tag_of(key)} for p, key in
+                                                  self.assumed.items()} or None)
         self.declared = self._variable_types()
         self.var_types = self._dynamic(self.declared)
         self.params = [p.get("name") for p in func.get("args") or []]
@@ -1020,6 +1049,8 @@ class LoweredFunction:
                                      self.types.arg_unbound.get(id(instr), ()))
             if unbound}
         self.shadow_types, maybe_undef = self._ssa2()
+        if self.assumed:
+            self.var_types.update(self._unboxed(maybe_undef))
         # (a variable held tagged holds undef as its tag, TAG_UNDEF: no undef bit)
         self.maybe_undef = {n for n in maybe_undef if self.type_of(n) != "any"}
         # What the function returns: its declared type's values, or `any` values when
@@ -1028,7 +1059,9 @@ class LoweredFunction:
         # declared without one: tag 0 is "no value").  `ret` checks nothing: the
         # interpreter's caller checks what it gets.
         self.ret_repr = self.ret_type
-        if not main and self.ret_type != "any" and any(
+        if generic is not None:
+            self.ret_repr = generic.ret_repr        # (its callers take either's result)
+        elif not main and self.ret_type != "any" and any(
                 instr.get("op") == "ret" and len(instr.get("args") or []) == 1
                 and (self.var_types.get(instr["args"][0]) not in (self.ret_type, None)
                      or instr["args"][0] in self.maybe_undef)
@@ -1040,8 +1073,9 @@ class LoweredFunction:
         params = [llvm_type(self.var_types[p]) for p in self.params]
         # `symbol`: an externally visible name (the JIT shares compiled functions
         # between the modules of one run); otherwise internal to the module.
+        suffix = ".variant" if generic is not None else ""
         self.llvm = ir.Function(module, ir.FunctionType(ret, params),
-                                symbol or f"bril.{index}.{self.name}")
+                                symbol or f"bril.{index}.{self.name}{suffix}")
         if symbol is None:
             self.llvm.linkage = "internal"
 
@@ -1127,6 +1161,61 @@ class LoweredFunction:
                     dynamic.append(n)
         return {n: "any" if n in seen else key for n, key in declared.items()}
 
+    def _unboxed(self, maybe_undef):
+        """{variable: type key} for the `any` variables (assumed parameters included)
+        that hold only one type's values when the assumptions hold: each assignment
+        gives one (the tag analysis says so), never as is from a value held tagged
+        (a call's result, a ptr<any> cell, ssa2's shadows, undef).  The others, and
+        the assumed parameters assigned otherwise, stay tagged."""
+        types = self.types
+        if not types.precise:
+            return {}
+        shadowed = set(maybe_undef)
+        defs = {p: [None] for p in self.assumed}
+        for b in self.blocks:
+            for instr in b.instrs:
+                op, dest = instr.get("op"), instr.get("dest")
+                if op in ("set", "get"):
+                    shadowed.update(instr.get("args") or ())
+                    shadowed.add(dest)
+                if isinstance(dest, str) and self.var_types.get(dest) == "any":
+                    defs.setdefault(dest, []).append(instr)
+        found = {}
+        for name, instrs in defs.items():
+            if name in shadowed or self.declared.get(name) != "any":
+                continue
+            keys = set()
+            for instr in instrs:
+                if instr is None:
+                    keys.add(self.assumed[name])
+                    continue
+                op = instr.get("op")
+                if op in ("call", "get", "undef", "phi") or op not in OPS:
+                    keys.add(None)
+                    continue
+                tags = tc.result_tags(instr, types.arg_tags.get(id(instr)) or ())
+                keys.add(_key_of_tags(tags))
+            if len(keys) == 1 and None not in keys:
+                found[name] = keys.pop()
+        # A copy (`id`) or a load gives its value as the source holds it: typed only
+        # if the source is (or the pointer's cells are), down to a fixpoint.
+        changed = True
+        while changed:
+            changed = False
+            for name in list(found):
+                for instr in defs[name]:
+                    if instr is None or instr.get("op") not in ("id", "load"):
+                        continue
+                    src = (instr.get("args") or [None])[0]
+                    have = found.get(src, self.var_types.get(src))
+                    ok = (have == found[name] if instr["op"] == "id" else
+                          kind(have) == "ptr" and have[1] == found[name])
+                    if not ok:
+                        del found[name]
+                        changed = True
+                        break
+        return found
+
     def _variable_types(self):
         types = {}
         seen_params = set()
@@ -1208,6 +1297,9 @@ class FunctionLowering(Lowering):
 
     def lower(self):
         info, bld = self.info, self.b
+        variant = self.program.variant(info) if not info.assumed else None
+        if variant is not None:
+            self.enter_variant(variant)
         for name in self.flags:
             bld.store(ir.Constant(I1, 0), self.flags[name])
         for name in self.undefs:
@@ -1240,6 +1332,33 @@ class FunctionLowering(Lowering):
                     bld.branch(self.llvm_blocks[b.succs[0]])
             elif not bld.block.is_terminated:
                 bld.unreachable()       # after an error in the terminator itself
+
+    def enter_variant(self, variant):
+        """At the entry: a call whose arguments have the types the variant assumes
+        is the variant's call (before anything else: it keeps its own count and
+        depth)."""
+        bld = self.b
+        ok = None
+        for name, arg in zip(self.info.params, self.info.llvm.args):
+            key = variant.assumed.get(name)
+            if key is not None:
+                same = bld.icmp_unsigned("==", bld.extract_value(arg, 0),
+                                         const_int(value_tag(key)))
+                ok = same if ok is None else bld.and_(ok, same)
+        with bld.if_then(ok, likely=True):
+            values = [self.untagged(arg, variant.var_types[name])
+                      if name in variant.assumed and variant.var_types[name] != "any" else arg
+                      for name, arg in zip(self.info.params, self.info.llvm.args)]
+            result = bld.call(variant.llvm, values)
+            if variant.ret_repr is None:
+                bld.ret_void()
+            else:
+                bld.ret(result)
+
+    def untagged(self, v, key):
+        """The value of type key an `any` value holds (its tag known to say so)."""
+        bld = self.b
+        return decode_slot(bld, key, bld.extract_value(v, 1), lambda: bld.extract_value(v, 2))
 
     def begin_block(self, b, llvm_block):
         """Lower Bril block b from the start of llvm_block: count its instructions,
@@ -1464,11 +1583,23 @@ class FunctionLowering(Lowering):
             self.fail(M.text(M.ARITY, expected=len(callee.params), found=len(args)))
             return None
         values = []
+        # A callee with a variant for the types this call passes unboxed is that
+        # variant's call (no tag to test).
+        target = self.program.variant(callee)
+        if target is not None and any(
+                param in target.assumed and (self.var_type(name) != target.assumed[param]
+                                             or name in self.info.maybe_undef)
+                for name, param in zip(args, callee.params)):
+            target = None
+        target = target or callee
         for i, (name, param) in enumerate(zip(args, callee.params)):
             v = self.read(instr, i)
             if v is None:
                 return None
             have, want = self.var_type(name), callee.declared[param]
+            if param in target.assumed:
+                values.append(self.convert(v, have, target.var_types[param], None))
+                continue
             if want == "any":
                 v, have = self.tag_maybe_undef(v, have, self.undef_bit(name)), "any"
             else:
@@ -1482,9 +1613,9 @@ class FunctionLowering(Lowering):
                     raise Unsupported(f"passing a value of type {type_text(have)} as a "
                                       f"{type_text(want)} to @{callee.name}", self.info.name)
             # (a parameter held as an `any` value: tagged)
-            values.append(self.convert(v, have, callee.var_types[param], None))
+            values.append(self.convert(v, have, target.var_types[param], None))
         self.flush_count()
-        result = bld.call(callee.llvm, values)
+        result = bld.call(target.llvm, values)
         dest = instr.get("dest")
         ftype = callee.ret_type
         have = callee.ret_repr
@@ -1577,7 +1708,7 @@ class ProgramLowering:
     """Every function reachable from @main, plus the entry `bril_start(argc, argv)`
     that brilrt's main() calls: it checks and parses @main's arguments and runs it."""
 
-    def __init__(self, linked, *, count=True, name="bril"):
+    def __init__(self, linked, *, count=True, name="bril", assumptions=None):
         self.linked = linked
         self.module = ir.Module(name=name)
         self.rt = Runtime(self.module)
@@ -1586,6 +1717,9 @@ class ProgramLowering:
         self.declared = []                      # indexes of self.infos, in declaration order
         self.main_index = linked.main_index()
         self._pointer_types = None
+        # function name -> {`any` parameter: the type key its calls are assumed to pass}
+        self.assumptions = assumptions or {}
+        self.variants = {}                      # index -> LoweredFunction or None
 
     def info(self, index):
         info = self.infos.get(index)
@@ -1595,6 +1729,21 @@ class ProgramLowering:
                                                     main=index == self.main_index)
             self.declared.append(index)
         return info
+
+    def variant(self, info):
+        """The variant of a function for the parameter types it is assumed to be
+        called with (`assumptions`, from a profile), or None: entered from the
+        function's entry when its arguments' tags match, or called directly where
+        the caller holds such values unboxed; the function itself is the fallback."""
+        if info.index not in self.variants:
+            assumed = {p: key for p, key in self.assumptions.get(info.name, {}).items()
+                       if info.declared.get(p) == "any"}
+            variant = None
+            if assumed and not self.is_main(info) and not info.has_spec:
+                variant = LoweredFunction(info.index, info.func, self.module, self.count,
+                                          assumed=assumed, generic=info)
+            self.variants[info.index] = variant
+        return self.variants[info.index]
 
     def resolve(self, caller_index, name):
         r = self.linked.resolve_call(caller_index, name)
@@ -1629,6 +1778,9 @@ class ProgramLowering:
             for index in new:
                 done.add(index)
                 FunctionLowering(self.infos[index], self).lower()
+                variant = self.variant(self.infos[index])
+                if variant is not None:
+                    FunctionLowering(variant, self).lower()
         self.lower_start(main)
         return self.module
 
@@ -1654,14 +1806,33 @@ class ProgramLowering:
         counts.initializer = ir.Constant(I8, int(self.count))
 
 
-def lower_linked(linked, *, count=True):
-    """An ir.Module for a linked program (`bril.ir.linker.LinkedProgram`)."""
+def lower_linked(linked, *, count=True, profile=None):
+    """An ir.Module for a linked program (`bril.ir.linker.LinkedProgram`).
+
+    profile: {function name: {`any` parameter: Bril type}}, the types a run saw its
+    calls pass (`bril.interpreter.type_profile.read`): each such function gets a
+    variant for them beside its generic code.  Should a variant be beyond the
+    lowering (`Unsupported`), the program is lowered without any."""
+    if profile:
+        try:
+            return ProgramLowering(linked, count=count,
+                                   assumptions=assumptions_of(profile)).lower()
+        except Unsupported:
+            pass
     return ProgramLowering(linked, count=count).lower()
 
 
-def lower_program(prog, *, base_dir=None, lib_dirs=(), filename=None, count=True):
+def assumptions_of(profile):
+    """`ProgramLowering`'s assumptions (type keys) from a type profile's types."""
+    return {name: {p: key for p, typ in params.items() if (key := type_key(typ)) is not None}
+            for name, params in profile.items()}
+
+
+def lower_program(prog, *, base_dir=None, lib_dirs=(), filename=None, count=True,
+                  profile=None):
     """An ir.Module for a Bril program (JSON dict); imports are linked as `brili` does.
 
-    count: keep the dynamic instruction count (`total_dyn_inst` with `-p`)."""
+    count: keep the dynamic instruction count (`total_dyn_inst` with `-p`);
+    profile: see `lower_linked`."""
     linked = link(prog, base_dir=base_dir, lib_dirs=lib_dirs, filename=filename)
-    return lower_linked(linked, count=count)
+    return lower_linked(linked, count=count, profile=profile)

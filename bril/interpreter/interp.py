@@ -746,7 +746,7 @@ def _fast_call(compiled, main, mfunc, values, record):
 
 def run(prog, argv=(), *, out=None, base_dir=None, lib_dirs=(), filename=None,
         recorder=None, jit=None, native_heap=False, timeout=None, tier="auto",
-        promote_after=None, cache=None, check_facts=None):
+        promote_after=None, cache=None, check_facts=None, observe=None):
     """Run @main of prog with string arguments; return the dynamic instruction count.
 
     `tier` chooses how functions run: "auto" (the default) starts every function
@@ -777,7 +777,10 @@ def run(prog, argv=(), *, out=None, base_dir=None, lib_dirs=(), filename=None,
     generated code asserts every range fact of `bril.analysis.typecheck` it relies on (no
     wrap-around where a test was dropped, the sign of `div` operands compiled to
     `//`, each int variable's inferred range at block entry); a violated one is a
-    BrilError "internal error: range fact violated: ...".  Off, it costs nothing."""
+    BrilError "internal error: range fact violated: ...".  Off, it costs nothing.
+
+    `observe`: called with the `CompiledProgram` once the run ended, also in an
+    error (`brili --write-profile`: `bril.interpreter.type_profile.observed`)."""
     out = out if out is not None else sys.stdout
     compiled, main = compile_program(prog, out=out, base_dir=base_dir, lib_dirs=lib_dirs,
                                      filename=filename, native_heap=native_heap,
@@ -836,6 +839,8 @@ def run(prog, argv=(), *, out=None, base_dir=None, lib_dirs=(), filename=None,
         flush = getattr(out, "flush", None)
         if flush is not None:
             flush()
+        if observe is not None:
+            observe(compiled)
 
 
 def run_recording(prog, argv, out, recorder):

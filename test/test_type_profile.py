@@ -1,0 +1,201 @@
+"""Type profiles (`bril.interpreter.type_profile`): `brili --write-profile FILE` writes
+the types each function's `any` parameters held in a run; `brilc --profile FILE`
+compiles a variant of each such function for them (`bril.backend.llvm_lower`:
+`ProgramLowering.variant`), entered when a call's arguments have those types,
+the generic code otherwise.
+
+A profile steers speed only: an executable built for a profile written on one
+input must print and count exactly what the interpreter does on another input,
+also where the types differ (the variant's entry test fails), and a profile of
+another program, or none, changes nothing either.
+"""
+
+import concurrent.futures
+import io
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from bril.backend import llvm_lower, native
+from bril.interpreter import interp, type_profile
+from bril.ir.linker import link
+from bril.ir.text import parse_program
+from bril.native_runtime import nativert
+
+import strategies
+from corpus import BENCHMARKS, alt_args_of, args_of, program_text
+from helpers import Built, run_native, run_outcome
+
+pytestmark = pytest.mark.skipif(nativert.c_compiler() is None,
+                                reason="no C compiler (cc, gcc or clang) to link executables")
+
+FLIP = program_text("type_profile/flip")
+DYNAMIC = sorted((BENCHMARKS / "dynamic").glob("*.bril"))
+
+
+def profile_of(prog, args):
+    """The type profile a run of prog on args writes (in this process)."""
+    seen = []
+    try:
+        interp.run(prog, [str(a) for a in args], out=io.StringIO(),
+                   observe=lambda compiled: seen.append(type_profile.observed(compiled)))
+    except Exception:
+        pass                    # (a failing run writes its profile all the same)
+    return seen[0] if seen else {"bril-type-profile": 1, "functions": {}}
+
+
+def build_profiled(prog, profile, exe):
+    """prog compiled with the profile's variants (never without them: a variant the
+    lowering refused would be a silent loss); the number of variants."""
+    found = type_profile.read_data(profile, "test")
+    lowering = llvm_lower.ProgramLowering(link(prog),
+                                          assumptions=llvm_lower.assumptions_of(found))
+    native.build_executable(lowering.lower(), exe)
+    return sum(v is not None for v in lowering.variants.values())
+
+
+def _tool(name, *args, stdin=b""):
+    exe = os.path.join(os.path.dirname(sys.executable), name)
+    return subprocess.run([exe if os.path.exists(exe) else name, *args], input=stdin,
+                          capture_output=True, timeout=120)
+
+
+def test_brili_writes_the_types_the_any_parameters_held(tmp_path):
+    path = tmp_path / "flip.json"
+    src = json.dumps(parse_program(FLIP)).encode()
+    done = _tool("brili", "--write-profile", str(path), "-p", "50", "100", stdin=src)
+    assert done.returncode == 0 and done.stdout == b"150\n"
+    assert json.loads(path.read_text()) == {
+        "bril-type-profile": 1,
+        "functions": {"step": {"params": {"acc": "int", "x": "int"}}}}
+    # Types that changed in the run: the profile says nothing of them.
+    done = _tool("brili", "--write-profile", str(path), "50", "0", stdin=src)
+    assert json.loads(path.read_text())["functions"] == {
+        "step": {"params": {"acc": "float", "x": "float"}}}
+
+
+def test_pointer_parameters_are_profiled_with_their_region_type():
+    prog = parse_program((BENCHMARKS / "dynamic" / "ackermann.bril").read_text())
+    assert profile_of(prog, ["2", "3"])["functions"] == {
+        "ack": {"params": {"m": "int", "n": "int", "calls": {"ptr": "any"}}}}
+
+
+def test_a_failing_run_writes_its_profile(tmp_path):
+    path = tmp_path / "p.json"
+    src = b'{"functions": [{"name": "main", "instrs": [' \
+          b'{"op": "const", "dest": "x", "type": "any", "value": 1},' \
+          b'{"op": "call", "funcs": ["f"], "args": ["x"]}]},' \
+          b'{"name": "f", "args": [{"name": "a", "type": "any"}], "instrs": [' \
+          b'{"op": "const", "dest": "z", "type": "int", "value": 0},' \
+          b'{"op": "div", "dest": "q", "type": "int", "args": ["a", "z"]}]}]}'
+    done = _tool("brili", "--write-profile", str(path), stdin=src)
+    assert done.returncode == 2 and done.stderr == b"error: division by zero\n"
+    assert json.loads(path.read_text())["functions"] == {"f": {"params": {"a": "int"}}}
+
+
+def test_an_executable_for_a_profile_takes_the_generic_code_when_types_differ(tmp_path):
+    prog = parse_program(FLIP)
+    profile = profile_of(prog, [50, 100])          # ints only
+    built = Built(exe=tmp_path / "flip")
+    assert build_profiled(prog, profile, built.exe) == 1      # @step's
+    for args in ([50, 100], [50, 20], [50, 0], [0, 0]):
+        want_out, want_count, _ = run_outcome(prog, args)
+        got = run_native(built, args)
+        assert (got.stdout, got.stderr) == (want_out, f"total_dyn_inst: {want_count}\n"), args
+
+
+def _family_builds(tmp_path):
+    """{name: (Built, number of variants)} of the dynamic family, each compiled for
+    the profile of a run on its ARGS."""
+    nativert.runtime_object()
+
+    def job(path):
+        prog = parse_program(path.read_text())
+        exe = tmp_path / path.stem
+        return Built(exe=exe), build_profiled(prog, profile_of(prog, args_of(path)), exe)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        return dict(zip([p.stem for p in DYNAMIC], pool.map(job, DYNAMIC)))
+
+
+def test_the_dynamic_family_runs_exactly_for_profiles_of_another_input(tmp_path):
+    """Profiles written on ARGS, executables run on ALT-ARGS: output and -p exact."""
+    builds = _family_builds(tmp_path)
+    assert len(builds) >= 12
+    # (every program with `any` parameters gets variants)
+    with_any = {p.stem for p in DYNAMIC if any(
+        a.get("type") == "any" for f in parse_program(p.read_text())["functions"]
+        for a in f.get("args") or [])}
+    assert len(with_any) >= 10
+    assert {name for name, (_, n) in builds.items() if n} == with_any
+    for path in DYNAMIC:
+        built, _ = builds[path.stem]
+        args = alt_args_of(path) or args_of(path)
+        want_out, want_count, _ = run_outcome(parse_program(path.read_text()), args)
+        got = run_native(built, args)
+        assert (got.returncode, got.stdout, got.stderr) == \
+            (0, want_out, f"total_dyn_inst: {want_count}\n"), path.stem
+
+
+@settings(max_examples=10, derandomize=True, database=None, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                 HealthCheck.large_base_example])
+@given(case=strategies.phase_cases().filter(
+    lambda case: any(f["name"] == "step" for f in case.prog["functions"])))
+def test_executables_for_a_profile_are_exact_when_any_values_change_kind(
+        tmp_path_factory, case):
+    """Generated programs whose `any` values are ints in one phase and floats in
+    another (`strategies.phase_cases`) and pass them to an `any` function, compiled
+    for the profile of a run on one set of flip points, run on it and on another."""
+    profile = profile_of(case.prog, case.argv)
+    built = Built(exe=tmp_path_factory.mktemp("phases") / "prog")
+    variants = build_profiled(case.prog, profile, built.exe)
+    assert variants == len(profile["functions"])
+    for argv in (case.argv, case.alt_argv):
+        want_out, want_count, want_error = run_outcome(case.prog, argv)
+        got = run_native(built, argv)
+        assert got.stdout == want_out, argv
+        assert got.stderr == (f"error: {want_error}\n" if want_error is not None
+                              else f"total_dyn_inst: {want_count}\n"), argv
+
+
+def test_brilc_compiles_for_a_profile_and_says_so_in_its_code(tmp_path):
+    prof = tmp_path / "flip.prof"
+    type_profile.write(str(prof), profile_of(parse_program(FLIP), [50, 100]))
+    src = json.dumps(parse_program(FLIP)).encode()
+    done = _tool("brilc", "--profile", str(prof), "--emit-llvm", stdin=src)
+    assert done.returncode == 0 and b"step.variant" in done.stdout
+    plain = _tool("brilc", "--emit-llvm", stdin=src)
+    assert plain.returncode == 0 and b"variant" not in plain.stdout
+
+
+@pytest.mark.parametrize("content, message", [
+    (None, "cannot read profile"),
+    ("{", "is not JSON"),
+    ('{"functions": {}}', "is not a type profile"),
+    ('{"bril-type-profile": 1, "functions": []}', '"functions" must be an object'),
+    ('{"bril-type-profile": 1, "functions": {"f": 3}}', 'function f needs "params"'),
+    ('{"bril-type-profile": 1, "functions": {"f": {"params": {"a": "any"}}}}',
+     'parameter a of f has no type a profile can hold: "any"'),
+    ('{"bril-type-profile": 1, "functions": {"f": {"params": {"a": {"ptr": {"ptr": "int"}}}}}}',
+     "parameter a of f has no type"),
+])
+def test_a_bad_profile_is_a_one_line_error(tmp_path, content, message):
+    prof = tmp_path / "p.json"
+    if content is not None:
+        prof.write_text(content)
+    src = json.dumps(parse_program(FLIP)).encode()
+    done = _tool("brilc", "--profile", str(prof), "-o", str(tmp_path / "out"), stdin=src)
+    assert done.returncode == 2
+    err = done.stderr.decode()
+    assert err.startswith("error: ") and err.count("\n") == 1 and message in err, err
+    assert not (tmp_path / "out").exists()
+
+
+def test_write_profile_cannot_trace(tmp_path):
+    done = _tool("brili", "--write-profile", str(tmp_path / "p"), "--trace",
+                 str(tmp_path / "t"), stdin=b'{"functions": []}')
+    assert done.returncode == 2 and b"--write-profile and --trace" in done.stderr
