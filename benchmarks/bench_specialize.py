@@ -1,19 +1,24 @@
-"""Value specialization under native code: `brili --trace --trace-specialize` vs `brili --trace`.
+"""Value specialization under native code: `brili --trace --trace-specialize` vs
+`brili --trace`, and `brilc --profile` vs `brilc`.
 
     python benchmarks/bench_specialize.py [--repeat N] [--brili CMD] [--brilc CMD]
 
-Per program, traces are recorded by `brili --trace` on a training input, with
-and without `--trace-specialize`; the original and both traced programs are
-compiled with `brilc`, and each executable runs as a whole process (best of
-`--repeat`) on a larger input whose specialized value is the one the training
-run saw, and on an unseen input where it differs (the check at the loop's entry
-fails and the original loop runs).  Printed: seconds of each, and specialized /
-traced (below 1: the specialization pays; the unseen input shows what a failing
-check costs).  Every executable's output is compared with the original's.
+Per program, on a training input: traces are recorded by `brili --trace`, with
+and without `--trace-specialize`, and a type profile is written by `brili
+--write-profile` (the values nearly every call of a function passes).  The
+original and both traced programs are compiled with `brilc`, the original once
+more with `brilc --profile`, and each executable runs as a whole process (the
+median of `--repeat` runs, the executables in turn) on a larger input whose specialized value is the one the
+training run saw, and on an unseen input where it differs (the check at the
+loop's or the function's entry fails and the generic code runs).  Printed:
+seconds of each, specialized / traced and profiled / original (below 1: the
+specialization pays; the unseen input shows what a failing check costs).  Every
+executable's output is compared with the original's.
 """
 
 import argparse
 import shlex
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -31,31 +36,41 @@ PROGRAMS = [
     ("benchmarks/spec/speculate-guard.bril", "120000 80000 70 100",
      "12000000 8000000 70 100", "12000000 8000000 70 33"),
     ("benchmarks/loops/digit-sums.bril", "30000 7", "20000000 7", "20000000 10"),
+    # (functions called with one value throughout: for the profile)
+    ("benchmarks/recursion/ackermann-loop.bril", "3 6", "3 10", "2 300"),
+    ("benchmarks/spec/state-machine.bril", "50000 25000 5", "30000000 15000000 5",
+     "30000000 15000000 11"),
+    ("benchmarks/dynamic/typed/tree-grow.bril", "3500 42", "600000 42", "600000 9"),
+    ("benchmarks/float/nbody.bril", "3000", "300000", "200000"),
 ]
 
 
-def best(cmd, repeat):
-    """(best wall seconds, stdout) of a whole process."""
-    times, out = [], None
+def medians(cmds, repeat):
+    """{label: (median wall seconds, (exit status, stdout))} of whole processes, the
+    commands run in turn `repeat` times (a burst of load hits them alike)."""
+    times = {label: [] for label in cmds}
+    outs = {}
     for _ in range(max(1, repeat)):
-        t = time.perf_counter()
-        done = subprocess.run(cmd, capture_output=True)
-        times.append(time.perf_counter() - t)
-        out = (done.returncode, done.stdout)
-    return min(times), out
+        for label, cmd in cmds.items():
+            t = time.perf_counter()
+            done = subprocess.run(cmd, capture_output=True)
+            times[label].append(time.perf_counter() - t)
+            outs[label] = (done.returncode, done.stdout)
+    return {label: (statistics.median(ts), outs[label]) for label, ts in times.items()}
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--repeat", type=int, default=5, help="runs of each, best counts")
+    ap.add_argument("--repeat", type=int, default=5,
+                    help="runs of each, in turn; the median counts")
     ap.add_argument("--brili", default="brili", help="the brili command")
     ap.add_argument("--brilc", default="brilc", help="the brilc command")
     ap.add_argument("--bril2json", default="bril2json", help="the bril2json command")
     opts = ap.parse_args()
     brili, brilc = shlex.split(opts.brili), shlex.split(opts.brilc)
     print(f"{'program':34} {'input':10} {'orig s':>8} {'traced s':>9} {'spec s':>8} "
-          f"{'spec/traced':>11}")
-    ratios = []
+          f"{'prof s':>8} {'spec/traced':>11} {'prof/orig':>9}")
+    ratios, prof_ratios = [], []
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         for name, train, seen, unseen in PROGRAMS:
@@ -68,27 +83,37 @@ def main():
                 subprocess.run(brili + ["--trace", str(out)] + extra + train.split(),
                                input=orig, capture_output=True, check=True)
                 progs[label] = out.read_bytes()
+            profile = tmp / "profile.json"
+            subprocess.run(brili + ["--write-profile", str(profile)] + train.split(),
+                           input=orig, capture_output=True)
             exes = {}
-            for label, data in progs.items():
+            for label, data in list(progs.items()) + [("prof", orig)]:
                 exe = tmp / label
-                subprocess.run(brilc + ["-o", str(exe)], input=data, capture_output=True,
-                               check=True)
+                extra = ["--profile", str(profile)] if label == "prof" else []
+                subprocess.run(brilc + extra + ["-o", str(exe)], input=data,
+                               capture_output=True, check=True)
                 exes[label] = exe
             short = Path(name).stem
             for kind, args in (("seen", seen), ("unseen", unseen)):
-                res = {label: best([str(exe)] + args.split(), opts.repeat)
-                       for label, exe in exes.items()}
-                if not res["orig"][1] == res["traced"][1] == res["spec"][1]:
+                res = medians({label: [str(exe)] + args.split()
+                               for label, exe in exes.items()}, opts.repeat)
+                if not res["orig"][1] == res["traced"][1] == res["spec"][1] == res["prof"][1]:
                     print(f"{short:34} {kind:10} error: the outputs differ")
                     continue
                 ratio = res["spec"][0] / res["traced"][0]
+                prof_ratio = res["prof"][0] / res["orig"][0]
                 if kind == "seen":
                     ratios.append(ratio)
+                    prof_ratios.append(prof_ratio)
                 print(f"{short:34} {kind:10} {res['orig'][0]:8.3f} {res['traced'][0]:9.3f} "
-                      f"{res['spec'][0]:8.3f} {ratio:11.3f}", flush=True)
+                      f"{res['spec'][0]:8.3f} {res['prof'][0]:8.3f} {ratio:11.3f} "
+                      f"{prof_ratio:9.3f}", flush=True)
     if ratios:
         print(f"specialized / traced on the inputs with the value seen: "
               f"{sum(r <= 0.8 for r in ratios)} of {len(ratios)} at or below 0.80")
+        print(f"profiled / original on the inputs with the value seen: "
+              f"{sum(r <= 0.8 for r in prof_ratios)} of {len(prof_ratios)} at or below 0.80, "
+              f"{sum(r > 1.03 for r in prof_ratios)} above 1.03")
     return 0
 
 

@@ -113,9 +113,12 @@ options:
                .json, text otherwise ("-" for stderr)
   --write-profile FILE
                after the run (also one that fails), write to FILE the types
-               the `any` parameters of each function held (JSON: a type
-               profile); `brilc --profile FILE` compiles each function for
-               them, with its generic code as the fallback
+               the `any` parameters of each function held, and the int and
+               bool parameters nearly every call passed one value (JSON: a
+               type profile); `brilc --profile FILE` compiles each function
+               for them, with its generic code as the fallback.  The run
+               stays in the first tier (--tier cold, no JIT), which sees
+               every call: slower, so write profiles on small inputs
   -h, --help   show this help
   --           treat every later argument as an argument of @main
 
@@ -227,8 +230,12 @@ def parse_args(argv):
         raise BrilError("--trace-pass and --load need --trace")
     if opts.jit and opts.trace is not None:
         raise BrilError("--jit and --trace cannot be used together")
-    if opts.write_profile is not None and opts.trace is not None:
-        raise BrilError("--write-profile and --trace cannot be used together")
+    if opts.write_profile is not None:
+        if opts.trace is not None or opts.jit:
+            raise BrilError("--write-profile cannot be used with --trace or --jit")
+        # (the first tier sees every call: the profile's types and values)
+        opts.jit = False
+        opts.tier = opts.tier or "cold"
     if (opts.jit_report is not None or opts.jit_background) and opts.jit is False:
         raise BrilError("--jit-report and --jit-background need the JIT (not --no-jit)")
     if opts.jit is None:

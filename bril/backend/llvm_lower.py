@@ -1024,17 +1024,19 @@ class LoweredFunction:
     blocks, definedness, its LLVM signature."""
 
     def __init__(self, index, func, module, count, symbol=None, main=False, assumed=None,
-                 generic=None):
+                 constants=None, generic=None, number=0):
         self.index = index
         self.func = func
         self.name = func.get("name", "")
         self.blocks = build_blocks(func)
         # `assumed` ({parameter declared `any`: type key}): this is the function's
-        # variant for calls passing such values (`ProgramLowering.variant`), entered
+        # variant for calls passing such values (`ProgramLowering.variants`), entered
         # from `generic`'s entry once its tags say so: those parameters, and the
         # `any` variables that then only ever hold one type's values, are held
-        # unboxed.
+        # unboxed; and the parameters in `constants` ({name: int or bool}) hold
+        # those values (value speculation: LLVM folds them).
         self.assumed = assumed or {}
+        self.constants = constants or {}
         self.types = tc.infer(func, self.blocks, {p: {_tag_of(key)} for p, key in
                                                   self.assumed.items()} or None)
         self.declared = self._variable_types()
@@ -1051,6 +1053,7 @@ class LoweredFunction:
         self.shadow_types, maybe_undef = self._ssa2()
         if self.assumed:
             self.var_types.update(self._unboxed(maybe_undef))
+        self.is_variant = generic is not None
         # (a variable held tagged holds undef as its tag, TAG_UNDEF: no undef bit)
         self.maybe_undef = {n for n in maybe_undef if self.type_of(n) != "any"}
         # What the function returns: its declared type's values, or `any` values when
@@ -1073,7 +1076,7 @@ class LoweredFunction:
         params = [llvm_type(self.var_types[p]) for p in self.params]
         # `symbol`: an externally visible name (the JIT shares compiled functions
         # between the modules of one run); otherwise internal to the module.
-        suffix = ".variant" if generic is not None else ""
+        suffix = "" if generic is None else f".variant{number}"
         self.llvm = ir.Function(module, ir.FunctionType(ret, params),
                                 symbol or f"bril.{index}.{self.name}{suffix}")
         if symbol is None:
@@ -1297,8 +1300,7 @@ class FunctionLowering(Lowering):
 
     def lower(self):
         info, bld = self.info, self.b
-        variant = self.program.variant(info) if not info.assumed else None
-        if variant is not None:
+        for variant in self.program.variants(info) if not info.is_variant else ():
             self.enter_variant(variant)
         for name in self.flags:
             bld.store(ir.Constant(I1, 0), self.flags[name])
@@ -1306,6 +1308,10 @@ class FunctionLowering(Lowering):
             bld.store(ir.Constant(I1, 0), self.undefs[name])
         for name, arg in zip(info.params, info.llvm.args):
             self.write(name, arg)
+        for name, v in info.constants.items():
+            key = "bool" if type(v) is bool else "int"
+            self.write(name, self.convert(ir.Constant(llvm_type(key), int(v)), key,
+                                          self.var_type(name), None))
         if self.counter is not None:
             bld.store(const_int(0), self.counter)
         if self.spec_top is not None:
@@ -1334,16 +1340,22 @@ class FunctionLowering(Lowering):
                 bld.unreachable()       # after an error in the terminator itself
 
     def enter_variant(self, variant):
-        """At the entry: a call whose arguments have the types the variant assumes
-        is the variant's call (before anything else: it keeps its own count and
-        depth)."""
+        """At the entry: a call whose arguments have the types (and values) the variant
+        assumes is the variant's call (before anything else: it keeps its own count
+        and depth)."""
         bld = self.b
         ok = None
         for name, arg in zip(self.info.params, self.info.llvm.args):
             key = variant.assumed.get(name)
+            tests = []
             if key is not None:
-                same = bld.icmp_unsigned("==", bld.extract_value(arg, 0),
-                                         const_int(value_tag(key)))
+                tests.append(bld.icmp_unsigned("==", bld.extract_value(arg, 0),
+                                               const_int(value_tag(key))))
+                arg = self.untagged(arg, key)
+            if name in variant.constants:
+                v = variant.constants[name]
+                tests.append(bld.icmp_unsigned("==", arg, ir.Constant(arg.type, int(v))))
+            for same in tests:
                 ok = same if ok is None else bld.and_(ok, same)
         with bld.if_then(ok, likely=True):
             values = [self.untagged(arg, variant.var_types[name])
@@ -1585,13 +1597,10 @@ class FunctionLowering(Lowering):
         values = []
         # A callee with a variant for the types this call passes unboxed is that
         # variant's call (no tag to test).
-        target = self.program.variant(callee)
-        if target is not None and any(
-                param in target.assumed and (self.var_type(name) != target.assumed[param]
-                                             or name in self.info.maybe_undef)
-                for name, param in zip(args, callee.params)):
-            target = None
-        target = target or callee
+        target = next((v for v in self.program.variants(callee) if not v.constants and all(
+            param not in v.assumed or (self.var_type(name) == v.assumed[param]
+                                       and name not in self.info.maybe_undef)
+            for name, param in zip(args, callee.params))), callee)
         for i, (name, param) in enumerate(zip(args, callee.params)):
             v = self.read(instr, i)
             if v is None:
@@ -1717,9 +1726,11 @@ class ProgramLowering:
         self.declared = []                      # indexes of self.infos, in declaration order
         self.main_index = linked.main_index()
         self._pointer_types = None
-        # function name -> {`any` parameter: the type key its calls are assumed to pass}
+        # function name -> ([{`any` parameter: a type key}: the types its calls are
+        # assumed to pass, each set a variant], {int or bool parameter: the value
+        # they are assumed to pass})
         self.assumptions = assumptions or {}
-        self.variants = {}                      # index -> LoweredFunction or None
+        self.variants_of = {}                   # index -> [LoweredFunction]
 
     def info(self, index):
         info = self.infos.get(index)
@@ -1730,20 +1741,45 @@ class ProgramLowering:
             self.declared.append(index)
         return info
 
-    def variant(self, info):
-        """The variant of a function for the parameter types it is assumed to be
-        called with (`assumptions`, from a profile), or None: entered from the
-        function's entry when its arguments' tags match, or called directly where
-        the caller holds such values unboxed; the function itself is the fallback."""
-        if info.index not in self.variants:
-            assumed = {p: key for p, key in self.assumptions.get(info.name, {}).items()
-                       if info.declared.get(p) == "any"}
-            variant = None
-            if assumed and not self.is_main(info) and not info.has_spec:
-                variant = LoweredFunction(info.index, info.func, self.module, self.count,
-                                          assumed=assumed, generic=info)
-            self.variants[info.index] = variant
-        return self.variants[info.index]
+    def variants(self, info):
+        """The variants of a function for the parameter types and values it is assumed
+        to be called with (`assumptions`, from a profile), the most specific first:
+        for the first set of types and the values, then for each set of types alone.
+        Its entry enters the first whose assumptions the arguments meet (a value that
+        changes keeps the types' variant); a caller holding the arguments unboxed
+        calls a types' variant directly; the function itself is the fallback."""
+        found = self.variants_of.get(info.index)
+        if found is None:
+            found = self.variants_of[info.index] = []
+            kind_sets, values = self.assumptions.get(info.name, ([], {}))
+            if self.is_main(info) or info.has_spec:
+                return found
+            kind_sets = [{p: key for p, key in kinds.items() if info.declared.get(p) == "any"}
+                         for kinds in kind_sets]
+            kind_sets = [kinds for kinds in kind_sets if kinds]
+            constants, with_values = {}, dict(kind_sets[0] if kind_sets else {})
+            for p, v in values.items() if not self._calls_others(info) else ():
+                key = "bool" if type(v) is bool else "int"
+                if info.declared.get(p) == "any" and with_values.get(p, key) == key:
+                    with_values[p] = key
+                elif info.declared.get(p) != key:
+                    continue
+                constants[p] = v
+            for assume, consts in ([(with_values, constants)] if constants else []) + [
+                    (kinds, {}) for kinds in kind_sets]:
+                found.append(LoweredFunction(info.index, info.func, self.module, self.count,
+                                             assumed=assume, constants=consts, generic=info,
+                                             number=len(found)))
+        return found
+
+    @staticmethod
+    def _calls_others(info):
+        """Does the function call another one?  Then it gets no value variant: with its
+        generic code beside it, its callees have two callers where they had one, and
+        LLVM no longer inlines them (fnv1-hash's @xor8: 1.24x slower for a variant
+        of @fnv1a with its length known).  Calls of itself are fine."""
+        return any(instr.get("op") == "call" and (instr.get("funcs") or [None])[0] != info.name
+                   for b in info.blocks for instr in b.instrs)
 
     def resolve(self, caller_index, name):
         r = self.linked.resolve_call(caller_index, name)
@@ -1778,8 +1814,7 @@ class ProgramLowering:
             for index in new:
                 done.add(index)
                 FunctionLowering(self.infos[index], self).lower()
-                variant = self.variant(self.infos[index])
-                if variant is not None:
+                for variant in self.variants(self.infos[index]):
                     FunctionLowering(variant, self).lower()
         self.lower_start(main)
         return self.module
@@ -1823,9 +1858,11 @@ def lower_linked(linked, *, count=True, profile=None):
 
 
 def assumptions_of(profile):
-    """`ProgramLowering`'s assumptions (type keys) from a type profile's types."""
-    return {name: {p: key for p, typ in params.items() if (key := type_key(typ)) is not None}
-            for name, params in profile.items()}
+    """`ProgramLowering`'s assumptions from a type profile (`type_profile.read`):
+    {function name: ([{parameter: type key}, ...], {parameter: int or bool})}."""
+    return {name: ([{p: key for p, typ in params.items() if (key := type_key(typ)) is not None}
+                    for params in kinds], values)
+            for name, (kinds, values) in profile.items()}
 
 
 def lower_program(prog, *, base_dir=None, lib_dirs=(), filename=None, count=True,

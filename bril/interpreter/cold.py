@@ -71,6 +71,10 @@ _KINDS = SCALAR_KIND
 _ELEM_KINDS = ("int", "bool", "float", "char", "any")
 
 
+MIXED = object()     # (`ColdFunction.values`, `kind_sets`: many were seen)
+VALUES_KEPT = 8
+
+
 def value_kind(v):
     """The kind an `any` parameter's value has, as `ColdFunction.seen` keeps it."""
     return _KINDS.get(type(v)) or _pointer_kind(v)
@@ -92,7 +96,7 @@ class ColdFunction:
 
     __slots__ = ("index", "func", "name", "params", "blocks", "codes", "work", "budget",
                  "cold_budget", "fast", "osr_headers", "has_phi", "size", "record_names",
-                 "any_params", "seen")
+                 "any_params", "seen", "kind_sets", "value_params", "values", "calls")
 
     def __init__(self, index, func):
         self.index = index
@@ -115,6 +119,17 @@ class ColdFunction:
         self.any_params = [(i, p.get("name")) for i, p in enumerate(func.get("args") or [])
                            if p.get("type") == "any"]
         self.seen = {}
+        # When profiling (`ColdEngine.profiling`): how many of the `calls` passed each
+        # combination of kinds ({(kind, ...): calls} in any_params' order, or MIXED
+        # past VALUES_KEPT of them); and for the parameters that may hold an int or a
+        # bool, how often each held which value (`values`: name -> {(is a bool,
+        # value): calls}, or MIXED past VALUES_KEPT values): a type profile
+        # (`bril.interpreter.type_profile`: value speculation natively)
+        self.kind_sets = {}
+        self.value_params = [(i, p.get("name")) for i, p in enumerate(func.get("args") or [])
+                             if p.get("type") in ("int", "bool", "any")]
+        self.values = {}
+        self.calls = 0
 
 
 class ColdEngine:
@@ -129,6 +144,7 @@ class ColdEngine:
         self.budget = budget        # instructions before promotion, if not by size (tests)
         self.write = program.ns["_P"]
         self._direct = {}           # op -> its direct form (see _direct_form)
+        self.profiling = False      # count every call's kinds and values (a type profile)
 
     def _factory(self, source_of, *key, part="make"):
         return _factory(source_of, key, self.program.cache)[part]
@@ -169,9 +185,40 @@ class ColdEngine:
                 kind = _KINDS.get(type(v)) or _pointer_kind(v)
                 if seen.setdefault(name, kind) != kind:
                     seen[name] = None
+        if self.profiling:
+            self._profile_call(cf, args)
         if cf.work > cf.budget and self.promote_enabled and self._ready(cf):
             return self.program.promote(cf)(*args)
         return self.activate(cf, dict(zip(cf.params, args)))
+
+    @staticmethod
+    def _profile_call(cf, args):
+        """Count the kinds and values a call passes (`ColdFunction.kind_sets`, `values`)."""
+        cf.calls += 1
+        if cf.any_params:
+            kinds = tuple(value_kind(args[i]) if i < len(args) else None
+                          for i, _ in cf.any_params)
+            sets = cf.kind_sets
+            if sets is not MIXED:
+                if kinds in sets:
+                    sets[kinds] += 1
+                elif len(sets) < VALUES_KEPT:
+                    sets[kinds] = 1
+                else:
+                    cf.kind_sets = MIXED
+        values = cf.values
+        for i, name in cf.value_params:
+            v = args[i] if i < len(args) else None
+            counts = values.get(name)
+            if counts is MIXED:
+                continue
+            if counts is None:
+                counts = values[name] = {}
+            key = (type(v) is bool, v)
+            if type(v) not in (int, bool) or (key not in counts and len(counts) == VALUES_KEPT):
+                values[name] = MIXED
+            else:
+                counts[key] = counts.get(key, 0) + 1
 
     def _ready(self, cf, header=None, env=None):
         """cf ran past its budget (at a call, or at a backward jump to `header` with

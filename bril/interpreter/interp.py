@@ -223,6 +223,31 @@ class CompiledProgram:
             return {}
         return {p: k for p, k in cf.seen.items() if k is not None}
 
+    def observed_kind_sets(self, index):
+        """(calls, [({`any` parameter: kind}, calls that passed those kinds), ...]) of
+        the calls the cold tier ran of function `index` (`ColdFunction.kind_sets`;
+        nothing if they passed many combinations)."""
+        cold = self.__dict__.get("_cold")
+        cf = cold.functions.get(index) if cold is not None else None
+        from .cold import MIXED
+        if cf is None or cf.kind_sets is MIXED:
+            return 0, []
+        names = [name for _, name in cf.any_params]
+        return cf.calls, [({n: k for n, k in zip(names, kinds) if k is not None}, calls)
+                          for kinds, calls in cf.kind_sets.items()]
+
+    def observed_values(self, index):
+        """(calls, {parameter: {int or bool: calls that passed it}}) of the calls the
+        cold tier ran of function `index` (`ColdFunction.values`; a parameter that
+        held many values is left out)."""
+        cold = self.__dict__.get("_cold")
+        cf = cold.functions.get(index) if cold is not None else None
+        if cf is None:
+            return 0, {}
+        from .cold import MIXED
+        return cf.calls, {p: {v: n for (_, v), n in counts.items()}
+                          for p, counts in cf.values.items() if counts is not MIXED}
+
     def saw_at_header(self, index, header, env):
         """The cold tier moves a frame of function `index` to generated code at loop
         header `header` (a block index) with the variables `env`: the kinds of
@@ -809,6 +834,7 @@ def run(prog, argv=(), *, out=None, base_dir=None, lib_dirs=(), filename=None,
             cold = compiled.cold
             cold.promote_enabled = tier == "auto"
             cold.budget = promote_after
+            cold.profiling = observe is not None
             if recorder is not None:
                 cold.record_to(recorder)
             if jit is not None and promote_after is None and jit.eager:

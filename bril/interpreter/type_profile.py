@@ -1,4 +1,5 @@
-"""Type profiles: the types the `any` parameters of a program's functions held in a run.
+"""Type profiles: the types the `any` parameters of a program's functions held in a
+run, and the parameters every call passed one value.
 
     brili --write-profile FILE ...      writes one (`observed`, `write`)
     brilc --profile FILE                compiles a variant of each function for them
@@ -7,25 +8,41 @@
 A profile is JSON, for a program:
 
     {"bril-type-profile": 1,
-     "functions": {"ack": {"params": {"m": "int", "calls": {"ptr": "any"}}}}}
+     "functions": {"ack": {"kinds": [{"m": "int", "calls": {"ptr": "any"}}]},
+                   "step": {"kinds": [{"a": "int"}, {"a": "float"}]},
+                   "place": {"kinds": [], "values": {"n": 8}}}}
 
-Each parameter listed (declared `any`) held values of that one Bril type in the
-calls the interpreter's first tier ran (the calls before a function moves to
-generated code: the same observations generated code specializes on); one that
-held several types is left out.  A profile only steers speed: code compiled for
-it checks the types at each entry and runs the function's generic code when
-they differ, so a profile written on another input, or for another program,
-never changes what a program prints.
+"kinds" lists the types the `any` parameters held together, each combination
+that at least KINDS_SHARE of the calls the interpreter's first tier
+(`bril.interpreter.cold`) ran passed (KINDS_KEPT at most, the most common first:
+a program whose values change kind at a phase of the run has one per phase).
+Under "values", an int or bool parameter that held one value in nearly all such
+calls (VALUE_SHARE, VALUE_CALLS).  `brili --write-profile` keeps every function
+in that tier for the whole run, so that every call is seen (a slower run: write
+profiles on small inputs).  A profile only
+steers speed: code compiled for it checks the types and values at each entry
+and runs the function's generic code when they differ, so a profile written on
+another input, or for another program, never changes what a program prints.
 """
 
 import json
 import os
 
 from ..ir.errors import BrilError
+from ..ir.ops import INT_MAX, INT_MIN
 
 FORMAT = "bril-type-profile"
 VERSION = 1
 _SCALARS = ("int", "bool", "float", "char")
+# A combination of kinds is listed under "kinds" if at least KINDS_SHARE of the
+# calls passed it; KINDS_KEPT of them at most.
+KINDS_SHARE = 0.1
+KINDS_KEPT = 3
+# A parameter is listed under "values" if one value was passed in at least
+# VALUE_SHARE of the function's calls, and in VALUE_CALLS of them at least (a
+# function called once or twice gains nothing from a variant).
+VALUE_SHARE = 0.9
+VALUE_CALLS = 4
 
 
 def _json_type(kind):
@@ -43,13 +60,24 @@ def observed(compiled):
     `bril.interpreter.interp.CompiledProgram`) saw."""
     functions = {}
     for index, func in enumerate(compiled.linked.functions):
-        params = {}
-        for name, kind in sorted(compiled.observed_kinds(index).items()):
-            typ = _json_type(kind)
-            if typ is not None:
-                params[name] = typ
-        if params:
-            functions[func.get("name", "")] = {"params": params}
+        calls, sets = compiled.observed_kind_sets(index)
+        kinds = []
+        for kind_set, n in sorted(sets, key=lambda item: -item[1]):
+            typed = {name: typ for name, kind in sorted(kind_set.items())
+                     if (typ := _json_type(kind)) is not None}
+            if n >= KINDS_SHARE * calls and typed and len(kinds) < KINDS_KEPT:
+                kinds.append(typed)
+        entry = {"kinds": kinds}
+        calls, counts = compiled.observed_values(index)
+        values = {}
+        for name, seen in sorted(counts.items()):
+            value, n = max(seen.items(), key=lambda item: item[1])
+            if n >= VALUE_CALLS and n >= VALUE_SHARE * calls:
+                values[name] = value
+        if values:
+            entry["values"] = values
+        if kinds or values:
+            functions[func.get("name", "")] = entry
     return {FORMAT: VERSION, "functions": functions}
 
 
@@ -71,8 +99,9 @@ def write(path, profile):
 
 
 def read(path):
-    """{function name: {parameter: Bril type (JSON)}} from a profile file; a BrilError
-    (one line) if it cannot be read or is not a profile."""
+    """{function name: ([{parameter: Bril type (JSON)}, ...], {parameter: int or bool})}
+    from a profile file; a BrilError (one line) if it cannot be read or is not a
+    profile."""
     try:
         with open(path) as fh:
             data = json.load(fh)
@@ -93,14 +122,22 @@ def read_data(data, path):
         raise BrilError(f"profile {path}: \"functions\" must be an object")
     found = {}
     for name, entry in functions.items():
-        params = entry.get("params") if isinstance(entry, dict) else None
-        if not isinstance(params, dict):
-            raise BrilError(f"profile {path}: function {name} needs \"params\", an object")
-        for param, typ in params.items():
-            if _kind_of(typ) is None:
-                raise BrilError(f"profile {path}: parameter {param} of {name} has no "
-                                f"type a profile can hold: {json.dumps(typ)}")
-        found[name] = dict(params)
+        kinds = entry.get("kinds") if isinstance(entry, dict) else None
+        if not isinstance(kinds, list) or not all(isinstance(k, dict) for k in kinds):
+            raise BrilError(f"profile {path}: function {name} needs \"kinds\", a list of "
+                            f"objects")
+        for params in kinds:
+            for param, typ in params.items():
+                if _kind_of(typ) is None:
+                    raise BrilError(f"profile {path}: parameter {param} of {name} has no "
+                                    f"type a profile can hold: {json.dumps(typ)}")
+        values = entry.get("values", {})
+        if not isinstance(values, dict) or any(
+                type(v) is not bool and (type(v) is not int or not INT_MIN <= v <= INT_MAX)
+                for v in values.values()):
+            raise BrilError(f"profile {path}: the \"values\" of {name} must be an object "
+                            f"of bools and 64-bit ints")
+        found[name] = ([dict(params) for params in kinds], dict(values))
     return found
 
 
