@@ -37,10 +37,11 @@ options:
   -L DIR        also look for imported files in DIR (repeatable)
   --profile FILE
                 a type profile (brili --write-profile FILE, from a run on any
-                input): each function whose `any` parameters held one type
-                each gets a variant for those types, with them and the `any`
-                variables that follow from them unboxed; its entry checks the
-                arguments' types and runs the generic code when they differ
+                input): each function gets a variant per set of types its `any`
+                parameters held (those and the `any` variables that follow from
+                them unboxed), and one for the values nearly every call passed
+                (constants there); its entry checks the arguments and runs the
+                generic code when they differ
   -h, --help    show this help
 
 Bril passes run before brilc: bril2json < p.bril | bril-opt -O SPEC... | brilc.
