@@ -255,7 +255,6 @@ def _executable(opts, read):
     this process becomes at once if the code cache has it; None if this run is not
     one the executable can be (a flag asks for the interpreter's own work)."""
     if not (opts.jit and opts.cache and not opts.hot and opts.jit_report is None
-            and opts.write_profile is None
             and not opts.jit_background and opts.tier is None and not opts.dump):
         return None
     from bril.cache.codecache import CodeCache, enabled_by_environment
@@ -430,8 +429,7 @@ def _jit(prog, opts, out, base_dir, filename, cache):
                           exe_key=opts.exe_key)
     try:
         return run(prog, opts.args, out=out, base_dir=base_dir, lib_dirs=opts.lib_dirs,
-                   filename=filename, jit=jit, cache=cache, tier=opts.tier or "auto",
-                   observe=_observer(opts))
+                   filename=filename, jit=jit, cache=cache, tier=opts.tier or "auto")
     finally:
         if opts.jit_report is not None:
             from bril.backend.jit import report_text
