@@ -131,12 +131,8 @@ def _compile(opts):
 
 
 def _write(path, data):
-    from bril.ir.errors import BrilError
-    try:
-        with open(path, "wb") as fh:
-            fh.write(data)
-    except OSError as e:
-        raise BrilError(f"cannot write {path}: {e.strerror}")
+    from bril.ir.program import write_atomically
+    write_atomically(path, data)
 
 
 def main(argv=None):

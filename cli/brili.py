@@ -449,26 +449,8 @@ def _json_text(prog):
 
 
 def _write_atomically(path, text):
-    """Write a whole file or nothing: a temporary file renamed into place."""
-    from bril.ir.errors import BrilError
-    directory = os.path.dirname(os.path.abspath(path))
-    tmp = None
-    try:
-        # (not `tempfile`: importing it costs more than the write of a small program)
-        while True:
-            tmp = os.path.join(directory, f".brili-{os.getpid()}-{os.urandom(6).hex()}")
-            try:
-                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-                break
-            except FileExistsError:
-                continue
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except OSError as e:
-        if tmp is not None and os.path.exists(tmp):
-            os.unlink(tmp)
-        raise BrilError(f"cannot write {path}: {e.strerror}")
+    from bril.ir.program import write_atomically
+    write_atomically(path, text)
 
 
 def _program_output():

@@ -457,6 +457,21 @@ def test_brilc_reads_text_files_and_names_the_output_after_them(tmp_path):
     assert run_done.stdout == "6\n"
 
 
+def test_brilc_replaces_its_output_whole_and_leaves_nothing_beside_it(tmp_path):
+    # (each output is written under another name beside it, then renamed)
+    (tmp_path / "sum.bril").write_text(SUM)
+    for args, out in ((["-o", "sum"], "sum"), (["-c"], "sum.o"),
+                      (["--emit-llvm", "-o", "sum.ll"], "sum.ll")):
+        (tmp_path / out).write_text("an older file")
+        assert brilc(["-f", "sum.bril"] + args, cwd=tmp_path).returncode == 0
+        assert (tmp_path / out).read_bytes() != b"an older file"
+    bad = brilc(["-f", "missing.bril", "-o", "sum"], cwd=tmp_path)
+    assert bad.returncode == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sum", "sum.bril", "sum.ll", "sum.o"]
+    assert subprocess.run([str(tmp_path / "sum"), "4"], capture_output=True,
+                          text=True).stdout == "6\n"
+
+
 def test_brilc_emits_llvm_ir_and_objects(tmp_path):
     (tmp_path / "sum.bril").write_text(SUM)
     ir = brilc(["-f", "sum.bril", "--emit-llvm"], cwd=tmp_path)

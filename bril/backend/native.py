@@ -218,16 +218,23 @@ def link_executable(object_path, out_path):
 
 
 def build_executable(module, out_path, level=2, light=False):
-    """Compile a lowered program (`bril.backend.llvm_lower`) to an executable at out_path."""
+    """Compile a lowered program (`bril.backend.llvm_lower`) to an executable at out_path
+    (linked beside it under another name, then renamed: never half-written)."""
     obj = emit_object(module, level, light=light)
     runtime_object()
     fd, tmp = tempfile.mkstemp(suffix=".o")
+    out_path = os.path.abspath(out_path)
+    linked = os.path.join(os.path.dirname(out_path),
+                          f".{os.path.basename(out_path)}.{os.getpid()}.tmp")
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(obj)
-        link_executable(tmp, out_path)
+        link_executable(tmp, linked)
+        os.replace(linked, out_path)
     finally:
         os.unlink(tmp)
+        if os.path.exists(linked):
+            os.unlink(linked)
 
 
 # --- in-process compilation (for the tracing JIT) -----------------------------------------------

@@ -26,10 +26,10 @@ another input, or for another program, never changes what a program prints.
 """
 
 import json
-import os
 
 from ..ir.errors import BrilError
 from ..ir.ops import INT_MAX, INT_MIN
+from ..ir.program import read_bytes, write_atomically
 
 FORMAT = "bril-type-profile"
 VERSION = 1
@@ -82,20 +82,8 @@ def observed(compiled):
 
 
 def write(path, profile):
-    """Write a profile to path, atomically (a file in the same directory, renamed)."""
-    text = json.dumps(profile, indent=1, sort_keys=True) + "\n"
-    directory = os.path.dirname(os.path.abspath(path))
-    tmp = os.path.join(directory, f".{os.path.basename(path)}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "w") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except OSError as e:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise BrilError(f"cannot write {path}: {e.strerror}") from None
+    """Write a profile to path, atomically."""
+    write_atomically(path, json.dumps(profile, indent=1, sort_keys=True) + "\n")
 
 
 def read(path):
@@ -103,10 +91,7 @@ def read(path):
     from a profile file; a BrilError (one line) if it cannot be read or is not a
     profile."""
     try:
-        with open(path) as fh:
-            data = json.load(fh)
-    except OSError as e:
-        raise BrilError(f"cannot read profile {path}: {e.strerror}") from None
+        data = json.loads(read_bytes(path, "profile"))
     except (ValueError, UnicodeDecodeError) as e:
         raise BrilError(f"profile {path} is not JSON: {e}") from None
     return read_data(data, path)

@@ -198,3 +198,28 @@ def read_bytes(path, what=""):
     except OSError as e:
         raise BrilError(f"cannot read {what + ' ' if what else ''}{path}: {e.strerror}")
 
+
+
+def write_atomically(path, data):
+    """Write a whole file or nothing (data: str, written as UTF-8, or bytes): a
+    temporary file beside it, renamed into place; BrilError `cannot write PATH:
+    reason` if that fails."""
+    import os
+    directory = os.path.dirname(os.path.abspath(path))
+    tmp = None
+    try:
+        # (not `tempfile`: importing it costs more than the write of a small program)
+        while True:
+            tmp = os.path.join(directory, f".bril-{os.getpid()}-{os.urandom(6).hex()}")
+            try:
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+                break
+            except FileExistsError:
+                continue
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data.encode("utf-8") if isinstance(data, str) else data)
+        os.replace(tmp, path)
+    except OSError as e:
+        if tmp is not None and os.path.exists(tmp):
+            os.unlink(tmp)
+        raise BrilError(f"cannot write {path}: {e.strerror}")
