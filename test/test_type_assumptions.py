@@ -182,41 +182,14 @@ _MOD_TEXT = _MOD + """
 """
 
 
+# @fill is called with a pointer into a region of `any` and values of two kinds.
+STORE_ANY = program_text("type_assumptions/store_any")
+
+
 def test_a_store_into_a_region_of_any_checks_nothing():
     # @fill's `any` parameter p held a pointer into a region of `any` in every call
     # the cold tier ran: assumed (tested on entry), its stores need no kind check.
-    text = """
-@fill(p: any, n: any, v: any) {
-  i: int = const 0;
-  one: int = const 1;
-.l:
-  go: bool = lt i n;
-  br go .b .end;
-.b:
-  q: ptr<any> = ptradd p i;
-  store q v;
-  i: int = add i one;
-  jmp .l;
-.end:
-}
-@main(rounds: int) {
-  n: int = const 4;
-  p: ptr<any> = alloc n;
-  t: bool = const true;
-  k: int = const 0;
-  one: int = const 1;
-.l:
-  call @fill p n t;
-  call @fill p n k;
-  k: int = add k one;
-  go: bool = lt k rounds;
-  br go .l .end;
-.end:
-  x: any = load p;
-  print x;
-  free p;
-}
-"""
+    text = STORE_ANY
     got, compiled = _compiled_run(text, ["2000"])
     assert got == _run(text, ["2000"], tier="cold")
     fc = compiled.codes[0]
@@ -251,35 +224,15 @@ def test_a_loop_kind_that_keeps_failing_ends_in_the_generic_code():
     assert walk.index in compiled.despecialized
 
 
+# s is added to as an int until iteration `flip`, as a float after it.
+HEADER_FLIP = program_text("type_assumptions/header_flip")
+
+
 def test_a_kind_seen_at_a_loop_header_is_assumed_until_the_loop_changes_it():
     # s is an int, then a float (`fadd` after the flip): used with two kinds, so
     # assumed of the kind it had when the loop went to generated code (an int);
     # the flip regenerates the loop for floats.  Every run exact.
-    text = """
-@main(n: int, flip: int) {
-  i: int = const 0;
-  one: int = const 1;
-  s: any = const 0;
-  h: float = const 0.5;
-.h:
-  more: bool = lt i n;
-  br more .b .end;
-.b:
-  at: bool = ge i flip;
-  br at .f .i;
-.i:
-  s: any = add s one;
-  jmp .n;
-.f:
-  s: any = id h;
-  s: any = fadd s h;
-.n:
-  i: int = add i one;
-  jmp .h;
-.end:
-  print s;
-}
-"""
+    text = HEADER_FLIP
     for args in (["5000", "2500"], ["5000", "0"], ["5000", "6000"]):
         assert _run(text, args) == _run(text, args, tier="cold")
     _, compiled = _compiled_run(text, ["5000", "2500"])
