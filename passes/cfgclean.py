@@ -11,7 +11,9 @@ Repeated until nothing changes:
 - tail duplication: a jump to a small block that ends in `br` or `ret` is
   replaced by a copy of that block (this rotates `while` loops: the loop test is
   repeated at the bottom, saving one `jmp` per iteration).  Blocks with `get`
-  are never copied (each shadow variable has one `get`).
+  are never copied (each shadow variable has one `get`), nor a loop header into
+  one of several blocks that enter its loop (that would leave a loop with two
+  entries).
 Finally the blocks are laid out so that as many jumps as possible become
 fall-throughs; fall-throughs of the input layout are kept, so no path executes
 more jumps than before.
@@ -20,7 +22,7 @@ Functions with `phi` are left alone (its labels name predecessor blocks, which
 these rewrites change), as are functions with speculation.
 """
 
-from bril.analysis.cfg import CFG
+from bril.analysis.cfg import CFG, natural_loops
 from .safety import map_functions, SPEC_OPS, trusted_kinds, FunctionFacts
 
 DUPLICATE_LIMIT = 6     # instructions (terminator included) a block may have to be copied
@@ -108,6 +110,7 @@ def _merge_blocks(cfg):
 def _duplicate_tails(cfg):
     changed = False
     nxt = _next_in_layout(cfg)
+    entered = None
     for name in list(cfg.blocks):
         b = cfg.blocks[name]
         if b.terminator is not None or b.fall is None or nxt.get(name) == b.fall:
@@ -118,12 +121,30 @@ def _duplicate_tails(cfg):
                 or len(target.instrs) > DUPLICATE_LIMIT
                 or any(i.get("op") == "get" for i in target.instrs)):
             continue
+        if entered is None:
+            entered = _entered_headers(cfg)
+        if name in entered.get(target.name, ()):
+            continue
         b.instrs = b.instrs + [dict(i) for i in target.instrs]
         b.fall = None
         changed = True
     if changed:
         cfg.recompute_edges()
     return changed
+
+
+def _entered_headers(cfg):
+    """{loop header: the blocks outside its loop that jump to it}, for the headers
+    entered from more than one such block.  Copying such a header into one of
+    them would enter the loop's body from outside while the header is entered
+    too: a cycle with two entries, no natural loop left, which the tiers and
+    LLVM compile far worse (rotating a loop with one entry is what they like)."""
+    out = {}
+    for loop in natural_loops(cfg):
+        outside = [p for p in cfg.preds[loop.header] if p not in loop.body]
+        if len(outside) > 1:
+            out[loop.header] = set(outside)
+    return out
 
 
 def _layout(cfg):

@@ -120,3 +120,38 @@ def test_no_osr_inside_an_open_speculation():
     # in the cold tier (an abort must restore the variables it saved).
     out, count, error = check_text(LOOP_INSIDE_SPECULATION, ["300"], osr=False)
     assert out == "0 0\n"
+
+
+def _entered_blocks(src, argv, **options):
+    """The blocks the cold tier moved frames to generated code at (by on-stack
+    replacement), in one run."""
+    blocks = []
+    original = CompiledProgram.osr_entry
+
+    def recording(self, cf, block):
+        entry = original(self, cf, block)
+        if entry is not None:
+            blocks.append(block)
+        return entry
+    CompiledProgram.osr_entry = recording
+    try:
+        run_outcome(parse_program(src), argv, **options)
+    finally:
+        CompiledProgram.osr_entry = original
+    return blocks
+
+
+def test_osr_out_of_a_loop_with_two_entries():
+    # No natural loop: the frame moves at a backward jump's target (entry variant).
+    src = program_text("tiers/irreducible_loop")
+    for split in ("0", "7", "5000"):
+        assert check_text(src, ["300", split])[0] == "44850\n"
+    assert _entered_blocks(src, ["3000", "7"], promote_after=50)
+
+
+def test_osr_at_a_rotated_loops_header():
+    # The backward jump goes to .body (block 1); the frame moves at .test (block 2),
+    # which only forward jumps reach.
+    src = program_text("tiers/rotated_loop")
+    assert check_text(src, ["300"])[0] == "44850\n"
+    assert _entered_blocks(src, ["3000"], promote_after=50) == [2]

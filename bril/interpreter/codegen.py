@@ -151,6 +151,13 @@ def _find_loops(blocks, graph):
     return kept
 
 
+def loop_headers(func):
+    """The block indices `FunctionCode.osr_headers` will hold, without the function's
+    analysis (which reads what the cold tier saw at them: not yet)."""
+    blocks = build_blocks(func)
+    return {l.header for l in _find_loops(blocks, block_graph(blocks))}
+
+
 def layout(blocks):
     """Order reachable blocks (loops contiguous, header first); set `lid`; return
     (ordered blocks, root items, loops)."""

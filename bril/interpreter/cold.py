@@ -247,6 +247,7 @@ class ColdEngine:
         b = 0
         n = mark = 0
         has_phi = cf.has_phi
+        seek = None         # (loop headers to move at, once a backward jump's target was none)
         try:
             while True:
                 code = codes[b]
@@ -260,7 +261,7 @@ class ColdEngine:
                 for f in body:
                     f(env)
                 t = term(env)
-                if t <= b:
+                if t <= b or (seek is not None and t in seek):
                     if t == RET:
                         return env.get(0)
                     # A backward jump: the place to count work and move to generated code.
@@ -271,6 +272,7 @@ class ColdEngine:
                         entry = self._osr_entry(cf, t)
                         if entry is not None:
                             return entry(env)
+                        seek = self._seek(cf)
                 b = t
         finally:
             self.count += n
@@ -307,6 +309,7 @@ class ColdEngine:
         b = 0
         n = mark = 0
         has_phi = cf.has_phi
+        seek = None         # (loop headers to move at, once a backward jump's target was none)
         try:
             while True:
                 code = codes[b]
@@ -325,7 +328,7 @@ class ColdEngine:
                 for f in body:
                     f(env)
                 t = term(env)
-                if t <= b:
+                if t <= b or (seek is not None and t in seek):
                     if t == RET:
                         leave()
                         return env.get(0)
@@ -336,6 +339,7 @@ class ColdEngine:
                         entry = self._osr_entry(cf, t)
                         if entry is not None:
                             return entry(env)
+                        seek = self._seek(cf)
                 b = t
         finally:
             self.count += n
@@ -343,6 +347,16 @@ class ColdEngine:
 
     def _osr_entry(self, cf, block):
         return self.program.osr_entry(cf, block)
+
+    def _seek(self, cf):
+        """After a backward jump to a block generated code cannot be entered at: the
+        blocks it can (then forward jumps to them count too), else the budget
+        doubled (asked again after as much work)."""
+        headers = self.program.osr_headers(cf)
+        if not headers:
+            cf.budget = 2 * cf.work
+            return None
+        return headers
 
     # --- building blocks ---------------------------------------------------------------
 

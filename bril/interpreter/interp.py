@@ -464,10 +464,26 @@ class CompiledProgram:
         # (under the JIT, the osr variant with the JIT's loop counters; recording, the
         # one reporting to the recorder)
         entry, links = self.load_with_links(cf.index, self.promoted_variant(osr=True), block)
+        if entry is None and not self.record_mode and not self.osr_headers(cf):
+            # No loop of the layout to enter at (every cycle has two entries: an
+            # irreducible graph): the entry variant, which starts at any block.
+            # Without it such a frame would stay in the cold tier to its end.
+            entry, links = self.load_with_links(cf.index, "entry")
+            entry = _entered_at(entry, self.function_code(cf.index).blocks_by_index[block].lid)
         if entry is not None and links.label_ids is not None:
             entry = _phi_labels_to_ids(entry, links.label_ids)
         entries[block] = entry
         return entry
+
+    def osr_headers(self, cf):
+        """The blocks where `osr_entry` can enter cf's function: the headers of its
+        laid-out loops.  (The cold tier asks at backward jumps in the order of the
+        text; a rotated loop's header may be reached by forward jumps only.)"""
+        fc = self.codes.get(cf.index)
+        if fc is not None:
+            return fc.osr_headers
+        from .codegen import loop_headers
+        return loop_headers(self.linked.functions[cf.index])
 
     def stop_recording(self):
         """The recorder stopped listening (its budget ran out): no more events, and
@@ -626,6 +642,13 @@ def _links_from_data(data):
         return None
     from ..native_runtime.pynames import Links
     return Links.from_data(data)
+
+
+def _entered_at(entry, lid):
+    """An entry variant as an osr entry: callable(env), starting at block `lid`."""
+    def enter(env):
+        return entry(lid, env)
+    return enter
 
 
 def _phi_labels_to_ids(entry, label_ids):
