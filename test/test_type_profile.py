@@ -212,6 +212,25 @@ def test_brilc_compiles_for_a_profile_and_says_so_in_its_code(tmp_path):
     assert plain.returncode == 0 and b"variant" not in plain.stdout
 
 
+def test_where_a_call_knows_the_tags_it_passes_the_variant_is_inlined(tmp_path):
+    # The function callers call only chooses a variant: inlined into each call,
+    # whose tags are known, it folds, and the variants are inlined in turn, as the
+    # plain executable inlines @powsum (with the choice at the generic code's
+    # entry, every call stayed a call: 1.25x slower than without the profile).
+    path = BENCHMARKS / "dynamic" / "phases.bril"
+    prog = parse_program(path.read_text())
+    prof = tmp_path / "phases.prof"
+    profile = profile_of(prog, args_of(path))
+    assert len(profile["functions"]["powsum"]["kinds"]) == 2    # (ints, floats: variants)
+    type_profile.write(str(prof), profile)
+    done = _tool("brilc", "--profile", str(prof), "--emit-llvm",
+                 stdin=json.dumps(prog).encode())
+    assert done.returncode == 0
+    calls = [line for line in done.stdout.decode().splitlines()
+             if " call " in line and "powsum" in line]
+    assert calls == []
+
+
 @pytest.mark.parametrize("content, message", [
     (None, "cannot read profile"),
     ("{", "is not JSON"),

@@ -1248,6 +1248,17 @@ class LoweredFunction:
         return types
 
 
+def _untagged(bld, v, key):
+    return decode_slot(bld, key, bld.extract_value(v, 1), lambda: bld.extract_value(v, 2))
+
+
+def _return(bld, result, repr_):
+    if repr_ is None:
+        bld.ret_void()
+    else:
+        bld.ret(result)
+
+
 class FunctionLowering(Lowering):
     """One Bril function as one LLVM function."""
 
@@ -1256,7 +1267,17 @@ class FunctionLowering(Lowering):
         self.program = program
         self.rt = program.rt
         self.func_name = info.name
-        fn = info.llvm
+        fn = self.fn = info.llvm
+        variants = program.variants(info) if not info.is_variant else ()
+        if variants:
+            # The function callers call only picks a variant (or the generic code,
+            # moved to a function of its own): small, so LLVM inlines it into each
+            # caller, where the tags and values a call passes are often known and
+            # the choice folds away (leaving a variant a caller may inline in turn).
+            fn = self.fn = ir.Function(info.llvm.module, info.llvm.function_type,
+                                       info.llvm.name + ".generic")
+            fn.linkage = "internal"
+            self.dispatch_to_variants(variants)
         shadows = [("shadow", s) for s in sorted(info.shadow_types)]
         self.frame(fn, sorted(info.var_types) + shadows,
                    set(info.maybe_unbound) | set(shadows), info.count)
@@ -1300,13 +1321,11 @@ class FunctionLowering(Lowering):
 
     def lower(self):
         info, bld = self.info, self.b
-        for variant in self.program.variants(info) if not info.is_variant else ():
-            self.enter_variant(variant)
         for name in self.flags:
             bld.store(ir.Constant(I1, 0), self.flags[name])
         for name in self.undefs:
             bld.store(ir.Constant(I1, 0), self.undefs[name])
-        for name, arg in zip(info.params, info.llvm.args):
+        for name, arg in zip(info.params, self.fn.args):
             self.write(name, arg)
         for name, v in info.constants.items():
             key = "bool" if type(v) is bool else "int"
@@ -1322,7 +1341,7 @@ class FunctionLowering(Lowering):
         self.check(bld.icmp_signed("<=", deeper, const_int(MAX_CALL_DEPTH)),
                    lambda: bld.call(self.rt.fn("brt_fail_depth"), []))
         bld.store(deeper, depth)
-        self.llvm_blocks = [info.llvm.append_basic_block(f"b{b.index}" + (
+        self.llvm_blocks = [self.fn.append_basic_block(f"b{b.index}" + (
             f".{b.label}" if b.label else "")) for b in info.blocks]
         self.store_written()
         bld.branch(self.llvm_blocks[0])
@@ -1339,38 +1358,37 @@ class FunctionLowering(Lowering):
             elif not bld.block.is_terminated:
                 bld.unreachable()       # after an error in the terminator itself
 
-    def enter_variant(self, variant):
-        """At the entry: a call whose arguments have the types (and values) the variant
-        assumes is the variant's call (before anything else: it keeps its own count
-        and depth)."""
-        bld = self.b
-        ok = None
-        for name, arg in zip(self.info.params, self.info.llvm.args):
-            key = variant.assumed.get(name)
-            tests = []
-            if key is not None:
-                tests.append(bld.icmp_unsigned("==", bld.extract_value(arg, 0),
-                                               const_int(value_tag(key))))
-                arg = self.untagged(arg, key)
-            if name in variant.constants:
-                v = variant.constants[name]
-                tests.append(bld.icmp_unsigned("==", arg, ir.Constant(arg.type, int(v))))
-            for same in tests:
-                ok = same if ok is None else bld.and_(ok, same)
-        with bld.if_then(ok, likely=True):
-            values = [self.untagged(arg, variant.var_types[name])
-                      if name in variant.assumed and variant.var_types[name] != "any" else arg
-                      for name, arg in zip(self.info.params, self.info.llvm.args)]
-            result = bld.call(variant.llvm, values)
-            if variant.ret_repr is None:
-                bld.ret_void()
-            else:
-                bld.ret(result)
+    def dispatch_to_variants(self, variants):
+        """The body of the function callers call: the call of the first variant whose
+        types (and values) the arguments have, else of the generic code (`self.fn`).
+        (Each keeps its own count and depth.)"""
+        info = self.info
+        bld = ir.IRBuilder(info.llvm.append_basic_block("entry"))
+        args = list(info.llvm.args)
+        for variant in variants:
+            ok = None
+            for name, arg in zip(info.params, args):
+                key = variant.assumed.get(name)
+                tests = []
+                if key is not None:
+                    tests.append(bld.icmp_unsigned("==", bld.extract_value(arg, 0),
+                                                   const_int(value_tag(key))))
+                    arg = _untagged(bld, arg, key)
+                if name in variant.constants:
+                    v = variant.constants[name]
+                    tests.append(bld.icmp_unsigned("==", arg, ir.Constant(arg.type, int(v))))
+                for same in tests:
+                    ok = same if ok is None else bld.and_(ok, same)
+            with bld.if_then(ok, likely=True):
+                values = [_untagged(bld, arg, variant.var_types[name])
+                          if name in variant.assumed and variant.var_types[name] != "any"
+                          else arg for name, arg in zip(info.params, args)]
+                _return(bld, bld.call(variant.llvm, values), variant.ret_repr)
+        _return(bld, bld.call(self.fn, args), info.ret_repr)
 
     def untagged(self, v, key):
         """The value of type key an `any` value holds (its tag known to say so)."""
-        bld = self.b
-        return decode_slot(bld, key, bld.extract_value(v, 1), lambda: bld.extract_value(v, 2))
+        return _untagged(self.b, v, key)
 
     def begin_block(self, b, llvm_block):
         """Lower Bril block b from the start of llvm_block: count its instructions,
