@@ -5,7 +5,7 @@
 For each program both forms are converted to JSON once (not timed), then timed
 as whole processes (JSON on stdin, `-p` and the arguments on the command line;
 best wall time of --repeat runs, the typed and the dynamic form taken in turn,
-A B A B ..., so that a burst of load on a shared machine hits both alike):
+A B B A ..., so that a burst of load on a shared machine hits both alike):
 
 - brili: `brili -p` with its generated code in the cache (a first run of each
   form, untimed, fills a fresh code cache);
@@ -92,11 +92,13 @@ def pairs(names=None):
 
 
 def paired_best(commands, inputs, args, repeat, env=None):
-    """Best of `repeat` runs of each (command, stdin) in turn; a failed run
-    stands for its side."""
+    """Best of `repeat` runs of each (command, stdin) in turn, in the other order
+    every other round (A B B A ...: the first of two identical runs here can be
+    up to 15% slower or faster); a failed run stands for its side."""
     runs = [[] for _ in commands]
-    for _ in range(repeat):
-        for command, program_json, mine in zip(commands, inputs, runs):
+    for r in range(repeat):
+        sides = list(zip(commands, inputs, runs))
+        for command, program_json, mine in (sides if r % 2 == 0 else sides[::-1]):
             mine.append(harness.run_interp(command, program_json, args, env=env))
     return [next((r for r in mine if r.error), None) or min(mine, key=lambda r: r.seconds)
             for mine in runs]

@@ -8,9 +8,10 @@ and without `--trace-specialize`, and a type profile is written by `brili
 --write-profile` (the values nearly every call of a function passes).  The
 original and both traced programs are compiled with `brilc`, the original once
 more with `brilc --profile`, and each executable runs as a whole process (the
-median of `--repeat` runs, the executables in turn) on a larger input whose specialized value is the one the
-training run saw, and on an unseen input where it differs (the check at the
-loop's or the function's entry fails and the generic code runs).  Printed:
+median of `--repeat` runs, the executables in turn, A B B A ...) on a larger
+input whose specialized value is the one the training run saw, and on an unseen
+input where it differs (the check at the loop's or the function's entry fails
+and the generic code runs).  Printed:
 seconds of each, specialized / traced and profiled / original (below 1: the
 specialization pays; the unseen input shows what a failing check costs).  Every
 executable's output is compared with the original's.
@@ -18,12 +19,12 @@ executable's output is compared with the original's.
 
 import argparse
 import shlex
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+import harness
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -47,16 +48,9 @@ PROGRAMS = [
 
 def medians(cmds, repeat):
     """{label: (median wall seconds, (exit status, stdout))} of whole processes, the
-    commands run in turn `repeat` times (a burst of load hits them alike)."""
-    times = {label: [] for label in cmds}
-    outs = {}
-    for _ in range(max(1, repeat)):
-        for label, cmd in cmds.items():
-            t = time.perf_counter()
-            done = subprocess.run(cmd, capture_output=True)
-            times[label].append(time.perf_counter() - t)
-            outs[label] = (done.returncode, done.stdout)
-    return {label: (statistics.median(ts), outs[label]) for label, ts in times.items()}
+    commands run in turn (`harness.medians_in_turn`)."""
+    found = harness.medians_in_turn([(cmd, None, None) for cmd in cmds.values()], repeat)
+    return {label: (t, (done.returncode, done.stdout)) for label, (t, done) in zip(cmds, found)}
 
 
 def main():

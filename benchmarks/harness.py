@@ -9,6 +9,7 @@ command line, like `brili` and the reference `brili-ref`.
 import os
 import re
 import shlex
+import statistics
 import subprocess
 import time
 from dataclasses import dataclass
@@ -127,3 +128,20 @@ def run_interp(command, program_json, args, profile=True, timeout=600, env=None)
     stderr = done.stderr.decode(errors="replace")
     return Run(done.returncode, done.stdout.decode(errors="replace"), stderr,
                dyn_count(stderr), seconds)
+
+
+def medians_in_turn(sides, repeat):
+    """[(median wall seconds, the last run's CompletedProcess)] of each side, a side
+    being (argv, stdin bytes, environment or None): the sides run in turn, in the
+    other order every other round (A B B A ...: here the first of two identical
+    runs was up to 15% slower or faster, depending on the program), so a burst of
+    load on a shared machine hits them alike."""
+    times = [[] for _ in sides]
+    last = [None] * len(sides)
+    for r in range(max(1, repeat)):
+        order = list(enumerate(sides))
+        for k, (argv, stdin, env) in (order if r % 2 == 0 else order[::-1]):
+            t = time.perf_counter()
+            last[k] = subprocess.run(argv, input=stdin, capture_output=True, env=env)
+            times[k].append(time.perf_counter() - t)
+    return [(statistics.median(ts), done) for ts, done in zip(times, last)]

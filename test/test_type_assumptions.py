@@ -76,6 +76,18 @@ def test_any_parameters_are_assumed_of_the_kind_the_calls_passed():
     assert "type(v_a) is not int" in fc.source() and "_cint(v_a" not in fc.source()
 
 
+def test_no_kinds_are_assumed_with_speculation_off(monkeypatch):
+    # BRIL_SPECULATE_TYPES=0: the generic code (what benchmarks/bench_phases.py
+    # measures speculation against), printing and counting the same.
+    monkeypatch.setenv("BRIL_SPECULATE_TYPES", "0")
+    got, compiled = _compiled_run(PHASES, ["3000", "5000"])
+    assert got == _run(PHASES, ["3000", "5000"], tier="cold")
+    assert not compiled.speculate_types
+    fc = compiled.codes[0]
+    assert fc.assumed_kinds == [] and fc.header_kinds == {}
+    assert "_cint(v_a" in fc.source()
+
+
 def test_a_phase_change_respecializes_for_the_new_kinds():
     # (@step is promoted after some 600 calls in the cold tier: splits before and
     # after that, and a few misses short of each limit)

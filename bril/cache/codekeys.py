@@ -29,7 +29,7 @@ GENERATOR_MODULES = ("analysis/blocks", "interpreter/codegen", "analysis/typeche
                      "interpreter/heap", "ir/values", "ir/support", "interpreter/interp",
                      "native_runtime/pynames", "cache/codekeys")
 # Options read by the code generator from the environment.
-GENERATOR_OPTIONS = ("BRIL_CHECK_FACTS",)
+GENERATOR_OPTIONS = ("BRIL_CHECK_FACTS", "BRIL_SPECULATE_TYPES")
 # A callee with more instructions than this (labels included) cannot be inlined
 # (codegen.INLINE_MAX_INSTRS operations in at most INLINE_MAX_BLOCKS blocks).
 _INLINE_SIZE_BOUND = 48
@@ -41,6 +41,12 @@ _generator_digest = None
 def check_facts_requested():
     """True if BRIL_CHECK_FACTS asks for the checking mode (`_Emitter.emit_fact_checks`)."""
     return os.environ.get("BRIL_CHECK_FACTS", "") not in ("", "0")
+
+
+def type_speculation_requested():
+    """False if BRIL_SPECULATE_TYPES=0 asks for generated code that assumes no kinds
+    (`CompiledProgram.speculate_types`: to measure what speculation gains)."""
+    return os.environ.get("BRIL_SPECULATE_TYPES", "") != "0"
 
 
 def generator_digest():

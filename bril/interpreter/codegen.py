@@ -269,7 +269,7 @@ class FunctionCode:
         the kind the cold tier saw there (`loop_seen`; an accumulator that is an
         int in one phase of the run and a float in another)."""
         gt = self.generic_types
-        if not gt.precise or gt.has_spec or self.has_phi:
+        if not gt.precise or gt.has_spec or self.has_phi or not self._speculates():
             return {}
         seen = dict(self.loop_seen)
         out = {}
@@ -371,6 +371,8 @@ class FunctionCode:
 
     def _assumable_params(self):
         """[(param, element kind)] worth assuming: only if the function accesses memory."""
+        if not self._speculates():
+            return []
         if not any(i["op"] in ("load", "store") for b in self.blocks_by_index
                    for i in b.instrs):
             return []
@@ -382,6 +384,9 @@ class FunctionCode:
             if isinstance(typ, dict) and typ.get("ptr") in tc.PRIMS:
                 out.append((p["name"], typ["ptr"]))
         return out
+
+    def _speculates(self):
+        return getattr(self.program, "speculate_types", True)
 
     def _observed_kinds(self):
         """[(param, kind)]: the `any` parameters the calls the cold tier ran all passed

@@ -105,6 +105,11 @@ class CompiledProgram:
             from ..cache.codekeys import check_facts_requested
             check_facts = check_facts_requested()
         self.check_facts = bool(check_facts)
+        # Generated code assumes the kinds the cold tier saw, of `any` parameters and
+        # at loop headers, and of typed pointer parameters' regions; not with
+        # BRIL_SPECULATE_TYPES=0 (the generic code, to measure speculation against).
+        from ..cache.codekeys import type_speculation_requested
+        self.speculate_types = type_speculation_requested()
         self.native_heap = False
         self.heap = heapmod.Heap()
         self.ns = dict(_BASE_NAMESPACE)
@@ -212,7 +217,7 @@ class CompiledProgram:
         """{`any` parameter: the one kind the calls the cold tier ran passed it}, for
         the generated code of function `index` to assume; nothing once the function
         was bound to its generic variant (`miss`)."""
-        if index in self.despecialized:
+        if index in self.despecialized or not self.speculate_types:
             return {}
         again = self.respecialized.get(index)
         if again is not None:
@@ -265,7 +270,7 @@ class CompiledProgram:
     def loop_kinds_seen(self, index):
         """((header, ((variable, kind), ...)), ...): what `saw_at_header` saw of
         function `index` (nothing once it was bound to its generic variant)."""
-        if index in self.despecialized:
+        if index in self.despecialized or not self.speculate_types:
             return ()
         seen = self.header_seen.get(index)
         if not seen:
