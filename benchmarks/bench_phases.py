@@ -21,12 +21,14 @@ Per tier, specialized vs generic:
   brilc+trace  the executable of the traced program vs the original's, on
                NATIVE-ARGS
 
-(A warm `brili` -- the JIT, its code cached -- runs the program's own executable,
-compiled without a profile: it speculates on nothing, so it has no column.)
+A ratio printed `1.02=` compares an executable with itself (the profile gave no
+variant): the machine's noise.  (A warm `brili` -- the JIT, its code cached --
+runs the program's own executable, compiled without a profile: it speculates on
+nothing, so it has no column.)
 
 Each figure is the median of --repeat whole-process runs, the two sides taken
-in turn, A B B A ... (a burst of load on a shared machine hits both alike); the ratio is
-specialized / generic (above 1: speculation costs more than it gains).  Both
+in turn, A B B A ... (a burst of load on a shared machine hits both alike); the
+ratio is specialized / generic (above 1: speculation costs more than it gains).  Both
 sides must print the same and, where both are interpreted, count the same
 instructions (a traced program counts its own); `!` marks a disagreement.
 """
@@ -121,7 +123,11 @@ def main(argv=None):
                     marks.append(f"{tier}: the -p counts differ")
                 ratio = spec / gen
                 ratios[tier].append(ratio)
-                line += f"  {spec:>15.3f}/{gen:<8.3f} {ratio:>5.2f}x"
+                # (the same file on both sides -- a profile that gave no variant --
+                # measures the machine's noise)
+                same = tier.startswith("brilc") and \
+                    Path(pair[0][0][0]).read_bytes() == Path(pair[1][0][0]).read_bytes()
+                line += f"  {spec:>15.3f}/{gen:<8.3f} {ratio:>5.2f}{'=' if same else 'x'}"
             if marks:
                 line += " ! " + "; ".join(marks)
                 problems += 1
