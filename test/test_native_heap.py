@@ -15,7 +15,7 @@ import ctypes
 import io
 
 import pytest
-from corpus import BENCHMARKS, CONFORMANCE, args_of, case_id
+from corpus import BENCHMARKS, CONFORMANCE, args_of, case_id, program_text
 
 from bril.backend import native
 from bril.native_runtime import nativert
@@ -129,6 +129,17 @@ def test_every_element_kind_round_trips():
     assert outcome(prog, [], True) == outcome(prog, [], False)
     assert outcome(prog, [], True)[0] == \
         "-9223372036854775808 -0.00000000000000000 true λ [object Object]\n"
+
+
+def test_any_cells_hold_every_kind():
+    # (a ptr<any> cell keeps a pointer's region id above its tag: regions 2 and 3,
+    # offset 39, here)
+    prog = parse_program(program_text("dynamic/any_cells_every_kind"))
+    got = outcome(prog, [], True)
+    assert got == outcome(prog, [], False)
+    assert got[0].splitlines() == ["-9223372036854775807", "-2.50000000000000000", "true", "λ",
+                                   "[object Object]", "[object Object]",
+                                   "40 -2.50000000000000000"]
 
 
 ERRORS = {

@@ -373,8 +373,8 @@ def lower_region(linked, index, region, entries, name, prefix="jit", compiled_fu
 def lower_call(linked, index, name, prefix="jit", compiled_functions=()):
     """A module with `int64 NAME(int64 *slots)`: calls function `index` (lowered whole
     here unless compiled before) with its parameters read from the slots
-    (encoded as for regions: an `any` value's tag, value, pointer offset; three
-    slots each) and stores its result, if any, in slots 0-2.  Returns (module,
+    (encoded as for regions' slots: an `any` value's tag, value, pointer offset;
+    three slots each) and stores its result, if any, in slots 0-2.  Returns (module,
     parameter types, result type, indices of the functions defined, indices of
     the functions used from earlier modules)."""
     program = RegionProgram(linked, name, prefix, compiled_functions)

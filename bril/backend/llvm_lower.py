@@ -59,7 +59,7 @@ from ..analysis.blocks import build_blocks
 from ..analysis import typecheck as tc
 from ..ir.linker import link
 from ..ir.values import js_type_text, type_cmp
-from ..native_runtime.resume import value_tag, TAG_PTR_STEP, TAG_UNDEF
+from ..native_runtime.resume import value_tag, CELL_RID_SHIFT, TAG_BASES, TAG_PTR_STEP, TAG_UNDEF
 
 I1 = ir.IntType(1)
 I8 = ir.IntType(8)
@@ -71,12 +71,20 @@ PTR = ir.PointerType()                       # opaque machine pointer
 POINTER = ir.LiteralStructType([I64, I64])   # a Bril pointer: {region id, offset}
 REGION = ir.LiteralStructType([PTR, I64])    # brilrt's region entry: {data, length}
 # A value of the dynamic extension's type `any`: {tag, value, pointer offset}
-# (`bril.native_runtime.resume.value_tag`); also the cell of a ptr<any> region.
+# (`bril.native_runtime.resume.value_tag`).
 TAGGED = ir.LiteralStructType([I64, I64, I64])
 UNDEF_TAGGED = ir.Constant(TAGGED, [ir.Constant(I64, TAG_UNDEF), ir.Constant(I64, 0),
                                     ir.Constant(I64, 0)])
+# A ptr<any> region's cell holds a tagged value in two words (16 bytes, not
+# TAGGED's 24: the cells are the memory a loop over them streams through):
+# {tag, value}, or for a pointer {tag | region id << CELL_RID_SHIFT, offset}
+# (`bril.native_runtime.resume.put_cell`).
+ANY_CELL = ir.LiteralStructType([I64, I64])
 
 SCALARS = {"int": I64, "bool": I1, "float": F64, "char": I32}
+# Deeper pointer types are not compiled: their tags would not fit below a region id
+# in a ptr<any> cell (`ANY_CELL`).
+MAX_PTR_DEPTH = ((1 << CELL_RID_SHIFT) - max(TAG_BASES.values())) // TAG_PTR_STEP - 1
 # The interpreter's limit on nested calls (bril.interpreter.interp.MAX_CALL_DEPTH; brilrt.c too).
 MAX_CALL_DEPTH = 200_000
 
@@ -98,7 +106,8 @@ def type_key(typ):
     while isinstance(typ, dict) and set(typ) == {"ptr"}:
         typ = typ["ptr"]
         depth += 1
-    if not isinstance(typ, str) or (typ not in SCALARS and typ != "any"):
+    if not isinstance(typ, str) or (typ not in SCALARS and typ != "any") \
+            or depth > MAX_PTR_DEPTH:
         return None
     key = typ
     for _ in range(depth):
@@ -154,14 +163,17 @@ def llvm_type(key):
 
 def cell_type(key):
     """How a value of type key is stored in a heap cell: its natural size (bool one
-    byte 0/1, char a 32-bit code point, int and float 8 bytes, a pointer 16)."""
+    byte 0/1, char a 32-bit code point, int and float 8 bytes, a pointer 16, an
+    `any` value 16: `ANY_CELL`)."""
     if key == "bool":
         return I8
+    if key == "any":
+        return ANY_CELL
     return llvm_type(key)
 
 
 def cell_size(key):
-    return {"bool": 1, "char": 4, "any": 24}.get(key, 16 if kind(key) == "ptr" else 8)
+    return {"bool": 1, "char": 4, "any": 16}.get(key, 16 if kind(key) == "ptr" else 8)
 
 
 def tag_value(bld, v, key):
@@ -633,10 +645,34 @@ class Lowering:
         return bld.gep(data, [off], source_etype=cell_type(elem)), flag
 
     def to_cell(self, v, key):
+        if key == "any":
+            return self.pack_cell(v)
         return self.b.zext(v, I8) if key == "bool" else v
 
     def from_cell(self, v, key):
+        if key == "any":
+            return self.unpack_cell(v)
         return self.b.trunc(v, I1) if key == "bool" else v
+
+    def pack_cell(self, v):
+        """TAGGED -> ANY_CELL: a pointer's region id moves above its tag."""
+        bld = self.b
+        tag, value, offset = (bld.extract_value(v, i) for i in range(3))
+        is_ptr = bld.icmp_unsigned(">", tag, const_int(TAG_PTR_STEP))
+        head = bld.select(is_ptr, bld.or_(tag, bld.shl(value, const_int(CELL_RID_SHIFT))), tag)
+        cell = bld.insert_value(ir.Constant(ANY_CELL, ir.Undefined), head, 0)
+        return bld.insert_value(cell, bld.select(is_ptr, offset, value), 1)
+
+    def unpack_cell(self, c):
+        """ANY_CELL -> TAGGED (`pack_cell`'s inverse)."""
+        bld = self.b
+        head, low = bld.extract_value(c, 0), bld.extract_value(c, 1)
+        tag = bld.and_(head, const_int((1 << CELL_RID_SHIFT) - 1))
+        is_ptr = bld.icmp_unsigned(">", tag, const_int(TAG_PTR_STEP))
+        value = bld.select(is_ptr, bld.lshr(head, const_int(CELL_RID_SHIFT)), low)
+        v = bld.insert_value(ir.Constant(TAGGED, ir.Undefined), tag, 0)
+        v = bld.insert_value(v, value, 1)
+        return bld.insert_value(v, bld.select(is_ptr, low, const_int(0)), 2)
 
     # --- the driver -----------------------------------------------------------------------
 

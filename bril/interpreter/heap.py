@@ -23,7 +23,7 @@ memoryviews over their cells, shared with code compiled by the JIT.
 from ..ir import messages as M
 from ..ir.errors import BrilError
 from ..ir.ops import INT_MAX, INT_MIN, wrap64
-from ..native_runtime.resume import get_tagged, put_tagged
+from ..native_runtime.resume import get_cell, put_cell
 from ..ir.values import UNDEF, js_type_text
 
 # Bit masks of value kinds a region accepts in `store` (the reference's typeCheck
@@ -203,8 +203,8 @@ def region_kind_mismatch(ptr, kind):
 # through any pointer into it raises ValueError (the templates' slow path turns
 # that into the bounds error); memory freed by native code is noticed by
 # `sync()`, which the JIT calls after every native call.  A region of `any` cells
-# (the dynamic extension's ptr<any>) holds {tag, value, pointer offset} a cell, as
-# native code does (`bril.native_runtime.resume.value_tag`); the templates' fast paths fail on it
+# (the dynamic extension's ptr<any>) holds a tagged value in two words a cell, as
+# native code does (`bril.native_runtime.resume.put_cell`); the templates' fast paths fail on it
 # (its `data` is None) and take the slow path, which reads the tag.
 
 # element kind -> (memoryview format of the cells, cell size in bytes)
@@ -247,7 +247,7 @@ class _ElemInfo:
             raise BrilError(f"internal error: the native heap cannot hold {js_type_text(elem)}")
         self.elem = elem
         self.kind = kind
-        self.fmt, self.cell = NATIVE_FORMATS[kind] if kind != "any" else ("q", 24)
+        self.fmt, self.cell = NATIVE_FORMATS[kind] if kind != "any" else ("q", 16)
         self.accepts = kind_bits(elem)
         self.inner = elem["ptr"] if kind == "ptr" else None  # a loaded pointer's element type
 
@@ -427,7 +427,7 @@ def native_load(ptr, name):
     kind = region.kind
     if kind == "any":
         q, d = region.cells
-        return get_tagged(q, d, 3 * offset, region.heap.from_pair, UNDEF)
+        return get_cell(q, d, 2 * offset, region.heap.from_pair, UNDEF)
     if kind == "char":
         return chr(data[offset])
     if kind == "ptr":
@@ -443,7 +443,7 @@ def native_store(ptr, value):
     kind = region.kind
     if kind == "any":
         q, d = region.cells
-        put_tagged(value, q, d, 3 * offset, NativeHeap.to_pair)
+        put_cell(value, q, d, 2 * offset, NativeHeap.to_pair)
     elif kind == "char":
         data[offset] = ord(value)
     elif kind == "ptr":

@@ -36,6 +36,9 @@ TAG_BASES = {"int": 1, "bool": 2, "float": 3, "char": 4, "any": 5}
 TAG_PTR_STEP = 8
 # ssa2's undefined value, which a ptr<any> cell can hold (the interpreter stores it).
 TAG_UNDEF = 6
+# In a ptr<any> cell a pointer's region id sits above its tag (`put_cell`): tags
+# stay below 2^16 (a pointer type nested fewer than 8,191 deep).
+CELL_RID_SHIFT = 16
 
 
 def value_tag(key):
@@ -103,6 +106,41 @@ def get_tagged(S, D, i, from_pair, undef):
     if tag == TAG_UNDEF:
         return undef
     return from_pair(S[i + 1], S[i + 2], json_type(tag_type(tag)[1]))
+
+
+def put_cell(v, S, D, i, to_pair):
+    """Store interpreter value v in the ptr<any> cell at S[i], S[i + 1]: {tag, value},
+    or for a pointer {tag | region id << CELL_RID_SHIFT, offset} (as native code's
+    `Lowering.pack_cell`); D is S's memory as doubles."""
+    tag = python_tag(v)
+    if tag > TAG_PTR_STEP:
+        rid, S[i + 1] = to_pair(v)
+        S[i] = tag | rid << CELL_RID_SHIFT
+        return
+    S[i] = tag
+    if tag == 3:
+        D[i + 1] = v
+    elif tag == 4:
+        S[i + 1] = ord(v)
+    elif tag != TAG_UNDEF:
+        S[i + 1] = v
+
+
+def get_cell(S, D, i, from_pair, undef):
+    """The interpreter value in the ptr<any> cell at S[i], S[i + 1] (put_cell's inverse)."""
+    head = S[i]
+    tag = head & ((1 << CELL_RID_SHIFT) - 1)
+    if tag > TAG_PTR_STEP:
+        return from_pair(head >> CELL_RID_SHIFT, S[i + 1], json_type(tag_type(tag)[1]))
+    if tag == 1:
+        return S[i + 1]
+    if tag == 2:
+        return S[i + 1] != 0
+    if tag == 3:
+        return D[i + 1]
+    if tag == 4:
+        return chr(S[i + 1])
+    return undef        # (TAG_UNDEF: ssa2's undefined value)
 
 
 class Slots:
