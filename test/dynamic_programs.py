@@ -32,7 +32,8 @@ DYNAMIC_LOOP_ERRORS = {
 DYNAMIC_UNITS = {name: program_text(f"dynamic/{name}") for name in [
     "any_print_kinds", "any_float_loaded_as_int", "any_id_does_not_check",
     "any_results", "any_pointer_in_cell", "any_speculation",
-    "any_shadows", "any_br", "any_argument_checked", "any_cells_every_kind"]}
+    "any_shadows", "any_br", "any_argument_checked", "any_cells_every_kind",
+    "any_uninitialised_cell"]}
 
 
 # Programs with a mode argument: name -> (source, {mode: the error, or None}).

@@ -153,6 +153,9 @@ ERRORS = {
                      "Uninitialized heap location 0 and/or illegal offset 2"),
     "uninitialised": ("p: ptr<float> = alloc n; x: float = load p;",
                       "Pointer p points to uninitialized data"),
+    "uninitialised any cell": ("p: ptr<any> = alloc n; o: int = const 1; q: ptr<any> = ptradd p o; "
+                               "store p o; x: any = load p; y: any = load q;",
+                               "Pointer q points to uninitialized data"),
     "uninitialised pointer cell": ("p: ptr<ptr<int>> = alloc n; x: ptr<int> = load p;",
                                    "Pointer p points to uninitialized data"),
     "double free": ("p: ptr<int> = alloc n; free p; free p;",

@@ -445,7 +445,8 @@ def _lower_store(cx, instr, p, v):
     elem = cx.arg_keys[0][1]
     cell, flag = cx.heap_cell(p, elem)
     cx.b.store(cx.to_cell(v, elem), cell).set_metadata("tbaa", cx.rt.tbaa("cell"))
-    cx.b.store(ir.Constant(I8, 1), flag).set_metadata("tbaa", cx.rt.tbaa("flag"))
+    if flag is not None:
+        cx.b.store(ir.Constant(I8, 1), flag).set_metadata("tbaa", cx.rt.tbaa("flag"))
     return None
 
 
@@ -618,9 +619,9 @@ class Lowering:
         return self.b.insert_value(p, offset, 1)
 
     def heap_cell(self, p, elem, check_init=None):
-        """(address of the cell p points to, address of its initialised flag), after
-        the bounds test; with check_init (the pointer's variable name) the cell must
-        have been stored to."""
+        """(address of the cell p points to, address of its initialised flag or None
+        for a ptr<any> cell), after the bounds test; with check_init (the pointer's
+        variable name) the cell must have been stored to."""
         bld, rt = self.b, self.rt
         rid = bld.extract_value(p, 0)
         off = bld.extract_value(p, 1)
@@ -635,6 +636,16 @@ class Lowering:
                    lambda: bld.call(rt.fn("brt_fail_access"), [rid, off]))
         data = bld.load(entry, typ=PTR)
         data.set_metadata("tbaa", rt.tbaa("table"))
+        cell = bld.gep(data, [off], source_etype=cell_type(elem))
+        if elem == "any":
+            # A ptr<any> cell is its own flag: its tag word is 0 (the memory starts
+            # zeroed) until a value, whose tag is not, is stored.
+            if check_init is not None:
+                head = bld.load(cell, typ=I64)
+                head.set_metadata("tbaa", rt.tbaa("cell"))
+                self.check(bld.icmp_unsigned("!=", head, const_int(0)),
+                           lambda: bld.call(rt.fn("brt_fail_uninit"), [rt.cstring(check_init)]))
+            return cell, None
         flag = bld.gep(data, [bld.add(bld.mul(length, const_int(cell_size(elem))), off)],
                        source_etype=I8)
         if check_init is not None:
@@ -642,7 +653,7 @@ class Lowering:
             stored.set_metadata("tbaa", rt.tbaa("flag"))
             self.check(bld.icmp_unsigned("!=", stored, ir.Constant(I8, 0)),
                        lambda: bld.call(rt.fn("brt_fail_uninit"), [rt.cstring(check_init)]))
-        return bld.gep(data, [off], source_etype=cell_type(elem)), flag
+        return cell, flag
 
     def to_cell(self, v, key):
         if key == "any":

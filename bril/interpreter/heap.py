@@ -204,8 +204,9 @@ def region_kind_mismatch(ptr, kind):
 # that into the bounds error); memory freed by native code is noticed by
 # `sync()`, which the JIT calls after every native call.  A region of `any` cells
 # (the dynamic extension's ptr<any>) holds a tagged value in two words a cell, as
-# native code does (`bril.native_runtime.resume.put_cell`); the templates' fast paths fail on it
-# (its `data` is None) and take the slow path, which reads the tag.
+# native code does (`bril.native_runtime.resume.put_cell`), and its tag word, 0 until
+# stored to, is its "initialised" flag; the templates' fast paths fail on it (its
+# `data` and `flags` are None) and take the slow path, which reads the tag.
 
 # element kind -> (memoryview format of the cells, cell size in bytes)
 NATIVE_FORMATS = {"int": ("q", 8), "float": ("d", 8), "bool": ("?", 1), "char": ("i", 4),
@@ -318,10 +319,12 @@ class NativeHeap:
             split = size * info.cell
             r.data = raw[:split].cast(info.fmt)
             r.cells = None
+            r.flags = raw[split:]
             if info.kind == "any":      # (int64 and double views of the same cells)
                 r.cells = (r.data, raw[:split].cast("d"))
-                r.data = None
-            r.flags = raw[split:]
+                # (a ptr<any> cell is its own flag, its tag word: None makes the
+                # templates' fast paths fail over to the slow path, which knows it)
+                r.data = r.flags = None
             self.regions[rid] = r
         else:                               # already freed
             r.live = False
@@ -416,8 +419,8 @@ def _native_check(ptr, name):
     _, offset, region = ptr
     if not (region.live and 0 <= offset < region.size):
         bad_access(ptr)
-    if not region.flags[offset]:
-        uninitialized(name)
+    if not (region.flags[offset] if region.cells is None else region.cells[0][2 * offset]):
+        uninitialized(name)         # (a ptr<any> cell's tag word is 0 until stored to)
 
 
 def native_load(ptr, name):
@@ -444,7 +447,8 @@ def native_store(ptr, value):
     if kind == "any":
         q, d = region.cells
         put_cell(value, q, d, 2 * offset, NativeHeap.to_pair)
-    elif kind == "char":
+        return                      # (its tag word, never 0, says it is stored to)
+    if kind == "char":
         data[offset] = ord(value)
     elif kind == "ptr":
         rid, off = NativeHeap.to_pair(value)
