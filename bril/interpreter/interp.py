@@ -487,8 +487,12 @@ class CompiledProgram:
         fc = self.codes.get(cf.index)
         if fc is not None:
             return fc.osr_headers
-        from .codegen import loop_headers
-        return loop_headers(self.linked.functions[cf.index])
+        found = self.__dict__.setdefault("_loop_headers", {})
+        headers = found.get(cf.index)
+        if headers is None:
+            from .codegen import loop_headers
+            headers = found[cf.index] = loop_headers(self.linked.functions[cf.index])
+        return headers
 
     def stop_recording(self):
         """The recorder stopped listening (its budget ran out): no more events, and
