@@ -119,3 +119,24 @@ def test_the_server_builds_with_the_installed_bril_wherever_brili_starts(tmp_pat
                           capture_output=True, cwd=tmp_path, env=env, timeout=300)
     assert done.returncode == 0, done.stderr
     assert program_exe.cached(CodeCache(str(cache_dir)), program_exe.key_of(program.encode(), False))
+
+
+def test_the_executable_is_compiled_for_the_kinds_the_run_saw(tmp_path):
+    # @step's `any` parameters held ints in every call of the hot run (it never
+    # flipped): the executable has a variant for them beside the generic code
+    # (not the file a build without the kinds gives), and runs exactly on inputs
+    # whose calls pass floats.
+    from bril.ir.text import parse_program
+    flip = program_text("type_profile/flip")
+    program = bril_json(flip)
+    first = _brili(["-p", LONG, "999999999"], program, tmp_path,
+                   BRIL_JIT_PRECOMPILE="wait")
+    assert first.returncode == 0, first.stderr
+    cache = CodeCache(str(tmp_path))
+    key = program_exe.key_of(program.encode(), False)
+    assert program_exe.cached(cache, key)
+    plain = CodeCache(str(tmp_path / "plain"))
+    program_exe.build(plain, key, parse_program(flip))
+    assert cache.get(program_exe.KIND, key) != plain.get(program_exe.KIND, key)
+    for args in (["-p", "2000", "999999"], ["-p", "2000", "700"], ["-p", "50", "0"]):
+        _same(_brili(args, program, tmp_path), _brili(["--no-jit", *args], program, tmp_path))

@@ -596,7 +596,7 @@ class Jit:
             exe = self._executable_wanted(self.profile) \
                 if os.environ.get("BRIL_JIT_PRECOMPILE", "1") != "0" else None
             if exe is not None:
-                server.whole(exe)
+                server.whole(exe, self._exe_profile())
         return True
 
     def _in_cache(self, kind, index, candidates):
@@ -990,10 +990,19 @@ class Jit:
         if self.server is None and (todo or exe):
             self._server()
         if self.server is not None:
-            self.server.finish(todo, wait=mode == "wait", exe=exe)
+            self.server.finish(todo, wait=mode == "wait", exe=exe,
+                               profile=self._exe_profile() if exe is not None else None)
         if mode == "wait" and self.cache is not None:
             from .jit_server import wait_for_builds
             wait_for_builds(self.cache)
+
+    def _exe_profile(self):
+        """The kinds this run's first tier saw the `any` parameters hold, as a type
+        profile for the program's executable (`bril.interpreter.type_profile.seen`)."""
+        if self.compiled is None:
+            return None
+        from ..interpreter import type_profile
+        return type_profile.seen(self.compiled)
 
     def _executable_wanted(self, profile):
         """The key of the program's whole executable if the compile server should build

@@ -124,11 +124,12 @@ class CompileServer:
         self.next_rid += 1
         return rid if self._send(("build", rid, what, candidates)) else None
 
-    def whole(self, exe):
-        """Ask for the program compiled whole under the key `exe`, when the server has
-        nothing else to build (`bril.backend.program_exe`)."""
+    def whole(self, exe, profile=None):
+        """Ask for the program compiled whole under the key `exe` (for the kinds of
+        the type profile `profile`), when the server has nothing else to build
+        (`bril.backend.program_exe`)."""
         if self.started and not self.broken:
-            self._send(("exe", exe))
+            self._send(("exe", exe, profile))
 
     def poll(self):
         """The replies that have come, without waiting."""
@@ -136,13 +137,14 @@ class CompileServer:
             return []
         return [m for m in self.reader.ready() if m and m[0] == "built"]
 
-    def finish(self, todo, wait=False, exe=None):
+    def finish(self, todo, wait=False, exe=None, profile=None):
         """The run is over: tell the server what else to build (and the key of the
-        program's executable to build, if any) and let it go (or wait until it has
-        built everything)."""
+        program's executable to build, if any, with the run's type profile) and let
+        it go (or wait until it has built everything)."""
         if not self.started:
             return
-        if not self.broken and self._send(("finish", list(todo), wait, exe)) and wait:
+        if not self.broken and self._send(("finish", list(todo), wait, exe, profile)) \
+                and wait:
             os.set_blocking(self.reader.fd, True)
             while True:
                 message = self.reader.read()

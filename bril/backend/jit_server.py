@@ -32,12 +32,13 @@ Messages are a 4-byte length and a marshalled tuple each way:
                                       [(blocks, entries)], widest first, the first
                                       that lowers is built) or a whole function
                                       (what = index; candidates None)
-    ("exe", exe)                      build the program whole under the key `exe`
+    ("exe", exe, profile)             build the program whole under the key `exe`
                                       when nothing else is asked (a run hot enough to
-                                      ask for a unit: the next run is likely soon)
-    ("finish", todo, wait, exe)       the run is over: build the program whole under
-                                      the key `exe` (`bril.backend.program_exe`; None:
-                                      not), then these too (as `what`s);
+                                      ask for a unit: the next run is likely soon),
+                                      for the kinds of the type profile `profile`
+    ("finish", todo, wait, exe, profile)   the run is over: build the program whole
+                                      under the key `exe` (`bril.backend.program_exe`;
+                                      None: not), then these too (as `what`s);
                                       with `wait`, reply ("finished",) once done
     ("built", rid, key, seconds, blocks, entries, error)     the reply: the unit's
                                       key (None if nothing could be built), the
@@ -330,9 +331,10 @@ class Server:
         if not jitcache.keep_unit(self.cache, ukey, module, meta, self.level):
             raise BrilError("the compiled code could not be kept in the code cache")
 
-    def build_executable(self, key):
+    def build_executable(self, key, profile=None):
         """The program compiled whole into the cache under `key`
-        (`bril.backend.program_exe`) by a process of its own at the lowest CPU
+        (`bril.backend.program_exe`; for the kinds of the type profile `profile`, the
+        run's) by a process of its own at the lowest CPU
         priority, which this server does not wait for: it serves on (a run started
         meanwhile, most often the same program again, gets the machine and this
         server first).  The process holds the build lock while it builds; if the
@@ -364,7 +366,7 @@ class Server:
                     os.nice(19)
                     try:
                         if not program_exe.cached(self.cache, key):
-                            program_exe.build(self.cache, key, self.prog)
+                            program_exe.build(self.cache, key, self.prog, profile)
                     except Exception:
                         self._mark_failed(program_exe.KIND)
                     try:
@@ -443,7 +445,7 @@ def _session(servers, cache, level, reader, write, key, program):
             if not queue and exe is not None and key is not None and not reader.pending():
                 # (nothing asked: the program whole, for the run after this one)
                 try:
-                    _server_for(servers, cache, key, program, level).build_executable(exe)
+                    _server_for(servers, cache, key, program, level).build_executable(*exe)
                 except Exception:
                     pass
                 exe = None
@@ -454,7 +456,7 @@ def _session(servers, cache, level, reader, write, key, program):
             if message[0] == "program":
                 key, program = message[1], message[2]
             elif message[0] == "exe":
-                exe = message[1]
+                exe = (message[1], message[2] if len(message) > 2 else None)
             elif message[0] in ("build", "finish") and key is not None:
                 queue.append(message)
                 if message[0] == "build":
@@ -469,7 +471,9 @@ def _session(servers, cache, level, reader, write, key, program):
         if message[0] == "finish":
             todo = list(message[1])
             ack = len(message) > 2 and message[2]
-            exe = message[3] if len(message) > 3 else exe
+            if len(message) > 3:        # (exe: (key, the run's type profile))
+                exe = None if message[3] is None else \
+                    (message[3], message[4] if len(message) > 4 else None)
             break
         _, rid, what, candidates = message
         t0 = time.perf_counter()
@@ -489,7 +493,7 @@ def _session(servers, cache, level, reader, write, key, program):
         server = _server_for(servers, cache, key, program, level)
         if exe is not None:
             try:
-                server.build_executable(exe)
+                server.build_executable(*exe)
             except Exception:
                 pass
         for what in todo:

@@ -14,6 +14,11 @@ of the interpreter, only Python's start-up, a read and a hash remain.  Output,
 `-p` counts and errors are the executable's, which the tests hold to the
 interpreter's (`brilc` is the same compiler).
 
+The executable is compiled for the kinds the run that asked for it saw each
+function's `any` parameters hold (as `brilc --profile` compiles; a call passing
+others takes the generic code): a dynamic program's warm runs gain what a profile
+gains its executable.
+
 This is the tier for the short runs that dominate Bril use: a warm run of a
 program the reference interprets in 0.2-2 s spends most of its time starting up,
 and a loaded region of native code cannot help there (the run-time library's
@@ -90,12 +95,17 @@ def eligible(prog):
     return sum(len(f.get("instrs") or ()) for f in prog.get("functions") or ()) <= MAX_INSTRS
 
 
-def build(cache, key, prog):
-    """Compile `prog` whole into the cache under `key` (as `brilc` would); raises
-    BrilError (or LLVM's errors) if it cannot be built or kept."""
+def build(cache, key, prog, profile=None):
+    """Compile `prog` whole into the cache under `key` (as `brilc` would, with
+    `--profile` if `profile`, a type profile's JSON data: the kinds the run that
+    asked saw, `bril.interpreter.type_profile.seen`); raises BrilError (or LLVM's
+    errors) if it cannot be built or kept."""
     from ..ir.errors import BrilError
     from . import llvm_lower, native
-    module = llvm_lower.lower_program(prog, count=True)
+    if profile:
+        from ..interpreter import type_profile
+        profile = type_profile.read_data(profile, "the run's type profile")
+    module = llvm_lower.lower_program(prog, count=True, profile=profile or None)
     import tempfile
     fd, out = tempfile.mkstemp(prefix="bril-exe-")
     os.close(fd)

@@ -81,6 +81,20 @@ def observed(compiled):
     return {FORMAT: VERSION, "functions": functions}
 
 
+def seen(compiled):
+    """A profile (a dict) of the one kind each `any` parameter held in every call the
+    first tier of a run of `compiled` ran (`CompiledProgram.observed_kinds`): what
+    any run knows without `--write-profile`'s counting (for the program's
+    executable, `bril.backend.program_exe`)."""
+    functions = {}
+    for index, func in enumerate(compiled.linked.functions):
+        kinds = {name: typ for name, kind in sorted(compiled.observed_kinds(index).items())
+                 if (typ := _json_type(kind)) is not None}
+        if kinds:
+            functions[func.get("name", "")] = {"kinds": [kinds]}
+    return {FORMAT: VERSION, "functions": functions}
+
+
 def write(path, profile):
     """Write a profile to path, atomically."""
     write_atomically(path, json.dumps(profile, indent=1, sort_keys=True) + "\n")
