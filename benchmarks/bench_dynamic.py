@@ -13,6 +13,9 @@ A B B A ..., so that a burst of load on a shared machine hits both alike):
   untimed runs of each form with BRIL_JIT_PRECOMPILE=wait (the native code the
   first run found worth building is built before it exits), then timed runs
   that find it there;
+- jit-native (with --jit-native): warm runs on NATIVE-ARGS, which the
+  program's executable (compiled whole by the jit tier's runs, for the kinds
+  they saw) runs;
 - brilc: the executable `brilc` builds, on the NATIVE-ARGS inputs (natively,
   even LONG-ARGS runs take milliseconds, mostly process start-up; NATIVE-ARGS
   take a few tenths of a second; LONG-ARGS where a program has none);
@@ -136,6 +139,9 @@ def main(argv=None):
                         help="only this program of benchmarks/dynamic (repeatable)")
     parser.add_argument("--repeat", type=int, default=3, metavar="N",
                         help="timed runs per form and tier; the best counts (default 3)")
+    parser.add_argument("--jit-native", action="store_true",
+                        help="also time warm JIT runs on NATIVE-ARGS (the program's "
+                             "executable, built after a run on ARGS, runs them)")
     parser.add_argument("--long", action="store_true",
                         help="run every tier on the LONG-ARGS inputs (brilc always does)")
     parser.add_argument("--bril2json", default="bril2json", metavar="CMD",
@@ -146,6 +152,8 @@ def main(argv=None):
     tiers = [("brili", opts.interp)]
     if opts.jit:
         tiers.append(("jit", opts.jit))
+        if opts.jit_native:
+            tiers.append(("jit-native", opts.jit))
     if opts.brilc:
         tiers.append(("brilc", opts.brilc))
         tiers.append(("brilc+prof", opts.brilc))
@@ -162,9 +170,9 @@ def main(argv=None):
           f"seconds of whole processes, best of {opts.repeat}, the two forms in turn; "
           f"ratio = dynamic / typed")
     for label, command in tiers:
-        on = "NATIVE-ARGS" if label.startswith("brilc") else inputs
+        on = "NATIVE-ARGS" if label.startswith("brilc") or label == "jit-native" else inputs
         extra = (" warm (cache filled by two runs, BRIL_JIT_PRECOMPILE=wait)"
-                 if label == "jit" else " (generated code cached)" if label == "brili" else
+                 if label.startswith("jit") else " (generated code cached)" if label == "brili" else
                  f" --profile (written by {opts.interp} --write-profile on ARGS)"
                  if label == "brilc+prof" else "")
         print(f"  {label}: {command}{extra}, on {on}")
@@ -223,6 +231,14 @@ def main(argv=None):
                             for _ in range(2):
                                 harness.run_interp(command, program_json, args, env=fill_env)
                         runs = paired_best([command] * 2, jsons, args, opts.repeat, warm_env)
+                    elif label == "jit-native":
+                        # (the cache the jit tier filled: warm runs of the program's
+                        # executable; checked against the typed form's)
+                        runs = paired_best([command] * 2, jsons, native_, opts.repeat,
+                                           warm_env)
+                        against = runs
+                        if runs[0].stdout != runs[1].stdout:
+                            marks.append("jit-native: the typed and dynamic forms differ")
                     elif label.startswith("brilc"):
                         exes = [Path(tmp) / f"{name}-typed", Path(tmp) / f"{name}-{label}"]
                         commands = [command, command]

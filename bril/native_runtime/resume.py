@@ -79,14 +79,10 @@ def put_tagged(v, S, D, i, to_pair):
     """Store interpreter value v as an `any` value at S[i] (tag), S[i + 1] (value),
     S[i + 2] (pointer offset); D is S's memory as doubles."""
     tag = S[i] = python_tag(v)
-    if tag == 3:
-        D[i + 1] = v
-    elif tag == 4:
-        S[i + 1] = ord(v)
-    elif tag > TAG_PTR_STEP:
+    if tag > TAG_PTR_STEP:
         S[i + 1], S[i + 2] = to_pair(v)
-    elif tag != TAG_UNDEF:
-        S[i + 1] = v
+    else:
+        _put_value(v, tag, S, D, i + 1)
 
 
 def get_tagged(S, D, i, from_pair, undef):
@@ -95,17 +91,9 @@ def get_tagged(S, D, i, from_pair, undef):
     tag = S[i]
     if tag == 0:
         return None
-    if tag == 1:
-        return S[i + 1]
-    if tag == 2:
-        return S[i + 1] != 0
-    if tag == 3:
-        return D[i + 1]
-    if tag == 4:
-        return chr(S[i + 1])
-    if tag == TAG_UNDEF:
-        return undef
-    return from_pair(S[i + 1], S[i + 2], json_type(tag_type(tag)[1]))
+    if tag > TAG_PTR_STEP:
+        return from_pair(S[i + 1], S[i + 2], json_type(tag_type(tag)[1]))
+    return _get_value(tag, S, D, i + 1, undef)
 
 
 def put_cell(v, S, D, i, to_pair):
@@ -116,14 +104,9 @@ def put_cell(v, S, D, i, to_pair):
     if tag > TAG_PTR_STEP:
         rid, S[i + 1] = to_pair(v)
         S[i] = tag | rid << CELL_RID_SHIFT
-        return
-    S[i] = tag
-    if tag == 3:
-        D[i + 1] = v
-    elif tag == 4:
-        S[i + 1] = ord(v)
-    elif tag != TAG_UNDEF:
-        S[i + 1] = v
+    else:
+        S[i] = tag
+        _put_value(v, tag, S, D, i + 1)
 
 
 def get_cell(S, D, i, from_pair, undef):
@@ -132,14 +115,29 @@ def get_cell(S, D, i, from_pair, undef):
     tag = head & ((1 << CELL_RID_SHIFT) - 1)
     if tag > TAG_PTR_STEP:
         return from_pair(head >> CELL_RID_SHIFT, S[i + 1], json_type(tag_type(tag)[1]))
-    if tag == 1:
-        return S[i + 1]
-    if tag == 2:
-        return S[i + 1] != 0
+    return _get_value(tag, S, D, i + 1, undef)
+
+
+def _put_value(v, tag, S, D, j):
+    """The value word S[j] of a value (not a pointer) with this tag."""
     if tag == 3:
-        return D[i + 1]
+        D[j] = v
+    elif tag == 4:
+        S[j] = ord(v)
+    elif tag != TAG_UNDEF:
+        S[j] = v
+
+
+def _get_value(tag, S, D, j, undef):
+    """The value (not a pointer) whose tag is `tag` and value word S[j]."""
+    if tag == 1:
+        return S[j]
+    if tag == 2:
+        return S[j] != 0
+    if tag == 3:
+        return D[j]
     if tag == 4:
-        return chr(S[i + 1])
+        return chr(S[j])
     return undef        # (TAG_UNDEF: ssa2's undefined value)
 
 
