@@ -155,3 +155,12 @@ def test_osr_at_a_rotated_loops_header():
     src = program_text("tiers/rotated_loop")
     assert check_text(src, ["300"])[0] == "44850\n"
     assert _entered_blocks(src, ["3000"], promote_after=50) == [2]
+
+
+def test_osr_out_of_a_cycle_with_two_entries_after_a_loop():
+    # The function has a loop header, but the frame now spins where no loop is.
+    src = program_text("tiers/loop_then_irreducible")
+    assert check_text(src, ["300", "5"])[0] == "22210\n"
+    assert check_text(src, ["300", "1"])[0] == "22350\n"
+    # (blocks: 1 .head, 4 .a, 5 .b: the frame moves in the cycle)
+    assert _entered_blocks(src, ["3000", "5"], promote_after=50)[-1] in (4, 5)

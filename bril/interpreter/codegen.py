@@ -151,11 +151,13 @@ def _find_loops(blocks, graph):
     return kept
 
 
-def loop_headers(func):
-    """The block indices `FunctionCode.osr_headers` will hold, without the function's
-    analysis (which reads what the cold tier saw at them: not yet)."""
+def loop_blocks(func):
+    """(the block indices `FunctionCode.osr_headers` will hold, the indices of the
+    blocks inside laid-out loops), without the function's analysis (which reads
+    what the cold tier saw at the headers: not yet)."""
     blocks = build_blocks(func)
-    return {l.header for l in _find_loops(blocks, block_graph(blocks))}
+    loops = _find_loops(blocks, block_graph(blocks))
+    return {l.header for l in loops}, {b.index for b in blocks if b.loop is not None}
 
 
 def layout(blocks):

@@ -247,7 +247,7 @@ class ColdEngine:
         b = 0
         n = mark = 0
         has_phi = cf.has_phi
-        seek = None         # (loop headers to move at, once a backward jump's target was none)
+        seek = None         # (the loop headers to move at, once a backward jump's target was none)
         try:
             while True:
                 code = codes[b]
@@ -268,7 +268,7 @@ class ColdEngine:
                     cf.work += n - mark
                     mark = n
                     if (cf.work > cf.budget and self.promote_enabled and not env.get(_SPEC_KEY)
-                            and self._ready(cf, t, env)):
+                            and (seek is None or t in seek) and self._ready(cf, t, env)):
                         entry = self._osr_entry(cf, t)
                         if entry is not None:
                             return entry(env)
@@ -309,7 +309,7 @@ class ColdEngine:
         b = 0
         n = mark = 0
         has_phi = cf.has_phi
-        seek = None         # (loop headers to move at, once a backward jump's target was none)
+        seek = None         # (the loop headers to move at, once a backward jump's target was none)
         try:
             while True:
                 code = codes[b]
@@ -335,7 +335,7 @@ class ColdEngine:
                     cf.work += n - mark
                     mark = n
                     if (cf.work > cf.budget and self.promote_enabled and not env.get(_SPEC_KEY)
-                            and self._ready(cf, t, env)):
+                            and (seek is None or t in seek) and self._ready(cf, t, env)):
                         entry = self._osr_entry(cf, t)
                         if entry is not None:
                             return entry(env)
@@ -350,13 +350,10 @@ class ColdEngine:
 
     def _seek(self, cf):
         """After a backward jump to a block generated code cannot be entered at: the
-        blocks it can (then forward jumps to them count too), else the budget
-        doubled (asked again after as much work)."""
-        headers = self.program.osr_headers(cf)
-        if not headers:
-            cf.budget = 2 * cf.work
-            return None
-        return headers
+        blocks it can, the loop headers (from then on only jumps to them, forward
+        ones too, ask again: every iteration asking cost a phase-changing program
+        43x)."""
+        return self.program.loop_blocks(cf)[0]
 
     # --- building blocks ---------------------------------------------------------------
 

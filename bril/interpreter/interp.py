@@ -469,10 +469,12 @@ class CompiledProgram:
         # (under the JIT, the osr variant with the JIT's loop counters; recording, the
         # one reporting to the recorder)
         entry, links = self.load_with_links(cf.index, self.promoted_variant(osr=True), block)
-        if entry is None and not self.record_mode and not self.osr_headers(cf):
-            # No loop of the layout to enter at (every cycle has two entries: an
-            # irreducible graph): the entry variant, which starts at any block.
-            # Without it such a frame would stay in the cold tier to its end.
+        if entry is None and not self.record_mode and block not in self.loop_blocks(cf)[1]:
+            # No loop of the layout holds the block (a cycle with two entries, an
+            # irreducible one, has no natural loop): the entry variant, which starts
+            # at any block.  Without it such a frame would stay cold to its end.
+            # (A block inside a loop that is not its header -- a rotated loop's
+            # body -- waits for the header: `ColdEngine._seek`.)
             entry, links = self.load_with_links(cf.index, "entry")
             entry = _entered_at(entry, self.function_code(cf.index).blocks_by_index[block].lid)
         if entry is not None and links.label_ids is not None:
@@ -480,19 +482,17 @@ class CompiledProgram:
         entries[block] = entry
         return entry
 
-    def osr_headers(self, cf):
-        """The blocks where `osr_entry` can enter cf's function: the headers of its
-        laid-out loops.  (The cold tier asks at backward jumps in the order of the
-        text; a rotated loop's header may be reached by forward jumps only.)"""
-        fc = self.codes.get(cf.index)
-        if fc is not None:
-            return fc.osr_headers
-        found = self.__dict__.setdefault("_loop_headers", {})
-        headers = found.get(cf.index)
-        if headers is None:
-            from .codegen import loop_headers
-            headers = found[cf.index] = loop_headers(self.linked.functions[cf.index])
-        return headers
+    def loop_blocks(self, cf):
+        """(the blocks where `osr_entry` enters cf's function's osr variants -- the
+        headers of its laid-out loops --, the blocks those loops hold).  (The cold
+        tier asks at backward jumps in the order of the text; a rotated loop's
+        header may be reached by forward jumps only.)"""
+        found = self.__dict__.setdefault("_loop_blocks", {})
+        blocks = found.get(cf.index)
+        if blocks is None:
+            from .codegen import loop_blocks
+            blocks = found[cf.index] = loop_blocks(self.linked.functions[cf.index])
+        return blocks
 
     def stop_recording(self):
         """The recorder stopped listening (its budget ran out): no more events, and
