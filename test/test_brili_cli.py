@@ -186,6 +186,8 @@ def test_jit_leaves_a_program_that_cannot_get_hot_to_the_interpreter(tmp_path):
     ("@main { .a: jmp .a; }", True),                                 # a loop
     ("@main { b: bool = const true; .a: br b .c .a; .c: }", True),   # back edge by br
     ("@main { call @f; } @f { }", True),                             # may recurse
+    ("@main { print; } @f { jmp .b; .b: } @g { .a: jmp .a; }", True),  # a loop, later
+    ("@main { b: bool = const true; br b .x .y; .x: .y: } @f { }", False),
 ])
 def test_may_run_long(text, expected):
     from bril.ir.program import may_run_long

@@ -699,3 +699,17 @@ def test_a_traces_inner_loop_is_entered_through_a_copy_of_it():
     for hot in (2, 3, 7, 60):
         check(_text(traced), ["40", "30"], hot=hot)
         check(_text(traced), ["7", "3"], hot=hot, native=False)
+
+
+def test_asking_for_native_code_imports_no_json_nor_re():
+    # What a run imports when its JIT first asks the compile server for a unit and
+    # for the program's executable (with the kinds its first tier saw): `json`
+    # brings `re` and `enum`, 14 ms of a short first run's CPU.
+    # (what Python's own start-up imported, site's .pth files, is not counted)
+    code = ("import sys\n"
+            "before = set(sys.modules)\n"
+            "from bril.backend import jit, jit_client, jitcache, jitprofile, program_exe\n"
+            "from bril.interpreter import type_profile\n"
+            "print(sorted({'json', 're', 'enum', 'llvmlite'} & (set(sys.modules) - before)))\n")
+    proc = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, timeout=60)
+    assert proc.stdout == b"[]\n", proc.stderr

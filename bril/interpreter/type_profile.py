@@ -25,8 +25,6 @@ and runs the function's generic code when they differ, so a profile written on
 another input, or for another program, never changes what a program prints.
 """
 
-import json
-
 from ..ir.errors import BrilError
 from ..ir.ops import INT_MAX, INT_MIN
 from ..ir.program import read_bytes, write_atomically
@@ -97,6 +95,7 @@ def seen(compiled):
 
 def write(path, profile):
     """Write a profile to path, atomically."""
+    import json             # (not at the top: json brings re and enum, ~14 ms)
     write_atomically(path, json.dumps(profile, indent=1, sort_keys=True) + "\n")
 
 
@@ -104,6 +103,7 @@ def read(path):
     """{function name: ([{parameter: Bril type (JSON)}, ...], {parameter: int or bool})}
     from a profile file; a BrilError (one line) if it cannot be read or is not a
     profile."""
+    import json
     try:
         data = json.loads(read_bytes(path, "profile"))
     except (ValueError, UnicodeDecodeError) as e:
@@ -128,6 +128,7 @@ def read_data(data, path):
         for params in kinds:
             for param, typ in params.items():
                 if _kind_of(typ) is None:
+                    import json
                     raise BrilError(f"profile {path}: parameter {param} of {name} has no "
                                     f"type a profile can hold: {json.dumps(typ)}")
         values = entry.get("values", {})
