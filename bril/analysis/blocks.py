@@ -29,7 +29,7 @@ class IndexedBlock:
         self.abort_succ = None  # guard's abort target block index
         self.falls_off = False  # control can leave the function at the end
         self.size = 0
-        self.loop = None        # innermost LayoutLoop (interpreter.codegen) holding the block
+        self.loop = None        # innermost LayoutLoop (bril.analysis.layout) holding the block
 
     def all_succs(self):
         """Successor indices, the guard's abort target included (once each)."""

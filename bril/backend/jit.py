@@ -632,8 +632,15 @@ class Jit:
                 return
             if self._cached_region(index, header) is not False:
                 return                  # (in the profile and the cache: flags raised)
-            fc = self.compiled.function_code(index)
-            candidates = [(sorted(b), sorted(e)) for b, e in select_region(fc, header)]
+        # The region's blocks, from the function's blocks and loops alone (no type
+        # analysis: a run whose code came from the cache has none to reuse), and
+        # outside the lock, which `finish` takes.
+        shape = self.compiled.function_shape(index)
+        candidates = [(sorted(b), sorted(e)) for b, e in select_region(shape, header)]
+        with self.lock:
+            if self.stopped or self.regions.get(key, False) is not False \
+                    or key in self.asking or key in self.waiting:
+                return
             if not candidates:
                 self.regions[key] = None
                 return

@@ -74,8 +74,7 @@ import os
 
 from ..ir.ops import OPS, INT_MIN, INT_MAX, STATEFUL_OPS
 from ..cache.codekeys import check_facts_requested
-from ..analysis.blocks import IndexedBlock, block_graph, build_blocks
-from ..analysis.cfg import natural_loops
+from ..analysis.layout import FunctionShape, LayoutLoop
 from ..ir import messages as M
 from ..ir.errors import BrilError
 from ..ir.support import (ARG_COUNTS, CHECKERS, PY_TYPES, argcount_message, arity_message,
@@ -87,9 +86,6 @@ from ..ir.values import UNSET, const_value, js_type_text, type_cmp
 from . import heap as heapmod
 from ..analysis import typecheck as tc
 
-# Deepest loop nesting given its own `while` (CPython allows 20 nested blocks;
-# loops deeper than this are dispatched by their enclosing loop instead).
-MAX_LOOP_DEPTH = 12
 # Deepest `if` nesting produced by inlining blocks (the tokenizer allows 100 levels).
 MAX_INLINE_INDENT = 40
 # Longest chain of blocks inlined one into the next (`emit_block` recurses once per
@@ -112,87 +108,6 @@ _NOT_INLINED_OPS = STATEFUL_OPS         # (state beyond the callee's variables)
 
 def _key_pyname(key):
     return shadow_name(key[1]) if isinstance(key, tuple) else var_name(key)
-
-
-# --- loops and layout ---------------------------------------------------------------------
-
-class LayoutLoop:
-    __slots__ = ("header", "body", "parent", "children", "depth", "lo", "hi", "items")
-
-    def __init__(self, header, body):
-        self.header = header        # block index
-        self.body = body            # set of block indices
-        self.parent = None
-        self.children = []
-        self.depth = 0
-        self.lo = self.hi = None    # layout id range
-        self.items = []             # Blocks and Loops in layout order
-
-
-def _find_loops(blocks, graph):
-    """Natural loops of the blocks (`bril.analysis.cfg`), innermost first, nested at most
-    MAX_LOOP_DEPTH deep; each block's `loop` is set to its innermost kept loop."""
-    found = natural_loops(graph)
-    loops = [LayoutLoop(l.header, l.body) for l in found]
-    by_header = {l.header: l for l in loops}
-    for l, n in zip(loops, found):
-        l.parent = by_header.get(n.parent)
-    # Depth; loops nested too deeply are dissolved into their (shallower) parents.
-    for l in sorted(loops, key=lambda l: -len(l.body)):
-        l.depth = l.parent.depth + 1 if l.parent else 1
-    kept = [l for l in loops if l.depth <= MAX_LOOP_DEPTH]
-    for l in kept:
-        if l.parent is not None:
-            l.parent.children.append(l)
-    # innermost kept loop of each block
-    for l in sorted(kept, key=lambda l: -len(l.body)):
-        for bi in l.body:
-            blocks[bi].loop = l
-    return kept
-
-
-def loop_blocks(func):
-    """(the block indices `FunctionCode.osr_headers` will hold, the indices of the
-    blocks inside laid-out loops), without the function's analysis (which reads
-    what the cold tier saw at the headers: not yet)."""
-    blocks = build_blocks(func)
-    loops = _find_loops(blocks, block_graph(blocks))
-    return {l.header for l in loops}, {b.index for b in blocks if b.loop is not None}
-
-
-def layout(blocks):
-    """Order reachable blocks (loops contiguous, header first); set `lid`; return
-    (ordered blocks, root items, loops)."""
-    graph = block_graph(blocks)
-    rpo = graph.reverse_postorder()
-    pos = {b: i for i, b in enumerate(rpo)}
-    loops = _find_loops(blocks, graph)
-    root = LayoutLoop(None, set(rpo))
-    units = {id(root): []}
-    for l in loops:
-        units[id(l)] = []
-    for bi in rpo:
-        l = blocks[bi].loop
-        units[id(l) if l else id(root)].append((pos[bi], blocks[bi]))
-    for l in loops:
-        parent = l.parent or root
-        units[id(parent)].append((pos[l.header], l))
-    order = []
-
-    def place(region):
-        items = sorted(units[id(region)], key=lambda t: (t[0], isinstance(t[1], IndexedBlock)))
-        region.items = [it for _, it in items]
-        lo = len(order)
-        for it in region.items:
-            if isinstance(it, IndexedBlock):
-                it.lid = len(order)
-                order.append(it)
-            else:
-                place(it)
-        region.lo, region.hi = lo, len(order) - 1
-
-    place(root)
-    return order, root, loops
 
 
 # --- the compiler -----------------------------------------------------------------------
@@ -240,11 +155,12 @@ class FunctionCode:
         self.name = func.get("name", "")
         self.pyname = function_name(index, self.name)
         self.program = program          # the CompiledProgram this belongs to (for callees)
-        self.blocks_by_index = build_blocks(func)
+        shape = program.function_shape(index) if program is not None else FunctionShape(func)
+        self.blocks_by_index = shape.blocks_by_index
         self.params = [p.get("name") for p in (func.get("args") or [])]
         self.generic_types = tc.infer(func, self.blocks_by_index)
         self.has_phi = any(i["op"] == "phi" for b in self.blocks_by_index for i in b.instrs)
-        self.blocks, self.root, self.loops = layout(self.blocks_by_index)
+        self.blocks, self.root, self.loops = shape.blocks, shape.root, shape.loops
         self.assumed_regions = self._assumable_params()
         self.assumed_kinds = self._observed_kinds()
         # ("ptr:K": a pointer into a region of K, as `assumed_regions` says of typed ones)

@@ -119,6 +119,7 @@ class CompiledProgram:
         self.ns["_alloc"] = self.heap.alloc
         self.ns["_free"] = self.heap.free
         self.codes = {}             # global function index -> FunctionCode
+        self.shapes = {}            # global function index -> its FunctionShape
         self.despecialized = set()  # functions bound to their generic variants (`miss`)
         self.respecialized = {}     # function index -> {param: kind} it was regenerated for
         self.header_seen = {}       # function index -> {loop header: {variable: kind}}
@@ -490,7 +491,7 @@ class CompiledProgram:
         found = self.__dict__.setdefault("_loop_blocks", {})
         blocks = found.get(cf.index)
         if blocks is None:
-            from .codegen import loop_blocks
+            from ..analysis.layout import loop_blocks
             blocks = found[cf.index] = loop_blocks(self.linked.functions[cf.index])
         return blocks
 
@@ -555,6 +556,16 @@ class CompiledProgram:
         dump = _dump_requested()
         if dump:
             _dump(src, dump)
+
+    def function_shape(self, index):
+        """Function `index`'s blocks and layout (`bril.analysis.layout.FunctionShape`),
+        made once: its `FunctionCode` is built on them, and the JIT selects native
+        regions from them without the type analysis the generated code needs."""
+        shape = self.shapes.get(index)
+        if shape is None:
+            from ..analysis.layout import FunctionShape
+            shape = self.shapes[index] = FunctionShape(self.linked.functions[index])
+        return shape
 
     def function_code(self, index):
         fc = self.codes.get(index)
