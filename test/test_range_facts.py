@@ -21,6 +21,7 @@ import pytest
 import simple_interp
 from corpus import program_text
 from bril.interpreter import codegen
+from bril.analysis.blocks import build_blocks
 from bril.analysis import typecheck as tc
 from bril.ir.errors import BrilError
 from bril.interpreter.interp import compile_program, run
@@ -200,7 +201,7 @@ def test_refinement_is_sound_and_tight(op, order, negate, copy):
     for k in (-2, -1, 1, 2, 11):          # (non-zero: `t` divides by k)
         prog = _sign_test_program(op, order, negate, copy, k)
         func = prog["functions"][0]
-        blocks = codegen.build_blocks(func)
+        blocks = build_blocks(func)
         ft = tc.infer(func, blocks)
         where = {b.label: ft.block_in[b.index] for b in blocks}
         rel = op if order == "xk" else _SWAP[op]
@@ -248,7 +249,7 @@ def test_a_fact_dies_with_its_operands():
     .a: print c;
     .b: q: int = div x ten; print q;
     }""")
-    ft = tc.infer(prog["functions"][0], codegen.build_blocks(prog["functions"][0]))
+    ft = tc.infer(prog["functions"][0], build_blocks(prog["functions"][0]))
     assert not any(dividend for dividend, _ in ft.nonneg.values())
     for argv in (["5", "true"], ["5", "false"], ["-5", "true"], ["-5", "false"]):
         expected = simple_interp.run(prog, argv)
@@ -279,7 +280,7 @@ def test_a_branch_bounds_the_copies_of_what_it_tests(between, proven):
     # (loop rotation plus copy propagation leave `k = id e; go = gt e zero`)
     prog = parse_program(COPIED_TEST % between)
     func = prog["functions"][0]
-    blocks = codegen.build_blocks(func)
+    blocks = build_blocks(func)
     ft = tc.infer(func, blocks)
     body = next(b for b in blocks if b.label == "body")
     assert (ft.block_in[body.index].range("k") == (1, INT_MAX)) == proven
@@ -320,7 +321,7 @@ def test_a_negated_equality_moves_a_bound_equal_to_the_constant():
       print x;
     }""")
     func = prog["functions"][0]
-    blocks = codegen.build_blocks(func)
+    blocks = build_blocks(func)
     ft = tc.infer(func, blocks)
     where = {b.label: ft.block_in[b.index] for b in blocks}
     assert where["test"].range("x") == (-5, 0)
@@ -362,7 +363,7 @@ def test_an_analysis_that_gives_up_assumes_nothing(monkeypatch):
     monkeypatch.setattr(tc, "VISITS_PER_BLOCK", 0)
     prog = parse_program(DIV_AFTER_JOIN)
     func = prog["functions"][0]
-    blocks = codegen.build_blocks(func)
+    blocks = build_blocks(func)
     ft = tc.infer(func, blocks)
     assert not ft.precise and not ft.wrap_checks and not ft.nonneg
     assert all(all(u) for u in ft.arg_unbound.values())

@@ -3,7 +3,7 @@
 Generating Python for a function (`bril.interpreter.codegen`) costs about 25-35 us per
 instruction (inference, emission, `compile`); a function that runs once should
 never wait for it.  Here a function is split into basic blocks on its first
-call (`codegen.build_blocks`: the very blocks the generated code uses, so their
+call (`bril.analysis.blocks.build_blocks`: the very blocks the generated code uses, so their
 indices name the same blocks in both tiers), and a block becomes a tuple of
 closures, one per instruction, the first time it runs.  Variables live in a
 dict per activation (`env`): Bril names as keys, ssa2 shadows under
