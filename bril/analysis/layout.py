@@ -1,9 +1,9 @@
 """Loops and the layout of a function's blocks, without its type analysis: what the
 generated code (`bril.interpreter.codegen`) lays out (each loop's blocks contiguous,
-its header first, nested at most MAX_LOOP_DEPTH deep), what the cold tier asks of
-a function's loops before any code exists (`loop_blocks`), and what the JIT's
-region selection reads (`FunctionShape`: a run whose generated code came from the
-code cache never analyses the function's types to ask for native code).
+its header first, nested at most MAX_LOOP_DEPTH deep), what the cold tier asks of a
+function's loops before any code exists (`CompiledProgram.loop_blocks`), and what
+the JIT's region selection reads (`FunctionShape`: a run whose generated code came
+from the code cache never analyses the function's types to ask for native code).
 """
 
 from .blocks import IndexedBlock, block_graph, build_blocks
@@ -47,15 +47,6 @@ def find_loops(blocks, graph):
         for bi in l.body:
             blocks[bi].loop = l
     return kept
-
-
-def loop_blocks(func):
-    """(the block indices `FunctionCode.osr_headers` will hold, the indices of the
-    blocks inside laid-out loops), without the function's analysis (which reads
-    what the cold tier saw at the headers: not yet)."""
-    blocks = build_blocks(func)
-    loops = find_loops(blocks, block_graph(blocks))
-    return {l.header for l in loops}, {b.index for b in blocks if b.loop is not None}
 
 
 def layout(blocks):

@@ -491,8 +491,10 @@ class CompiledProgram:
         found = self.__dict__.setdefault("_loop_blocks", {})
         blocks = found.get(cf.index)
         if blocks is None:
-            from ..analysis.layout import loop_blocks
-            blocks = found[cf.index] = loop_blocks(self.linked.functions[cf.index])
+            shape = self.function_shape(cf.index)       # (its generated code's, later)
+            blocks = found[cf.index] = ({l.header for l in shape.loops},
+                                        {b.index for b in shape.blocks_by_index
+                                         if b.loop is not None})
         return blocks
 
     def stop_recording(self):
