@@ -410,7 +410,7 @@ def test_the_sampler_compiles_with_short_gil_switches(monkeypatch):
     before = sys.getswitchinterval()
     got = deferred_run(PROFILE_PROGRAM, ["1500000"])
     assert got[:2] == run_outcome(parse_program(PROFILE_PROGRAM), ["1500000"])[:2]
-    assert seen and all(abs(s - jit.SAMPLER_SWITCH) < 1e-6 for s in seen)
+    assert seen and all(abs(s - jit_policy.SAMPLER_SWITCH) < 1e-6 for s in seen)
     assert sys.getswitchinterval() == before
 
 

@@ -47,6 +47,7 @@ import time
 
 from ..ir.errors import BrilError
 from . import jit_policy
+from .jit_policy import ShortSwitches
 from .jit_policy import DEFAULT_HOT
 from .regions import select_region
 from ..ir.values import UNDEF
@@ -77,8 +78,6 @@ SAMPLE_DEPTH = 64
 # The most one look charges (seconds): after a pause (the sampler compiling, the
 # process stopped), what ran in between is not all the loop seen now.
 MAX_CHARGE = 20 * jit_policy.SAMPLE_INTERVAL
-# The GIL's switch interval while the sampler compiles (`_ShortSwitches`).
-SAMPLER_SWITCH = 0.0002
 # With a profile: compile at once what an earlier run saw hot for this many times
 # the predicted cost.
 PREDICTED_PAY_BACK = 3
@@ -102,24 +101,6 @@ CALLS_FOR_WHOLE = 8
 
 
 
-
-
-class _ShortSwitches:
-    """While the sampler's thread compiles, asks the compile server or loads what it
-    built: the interpreter hands the GIL over every SAMPLER_SWITCH seconds instead
-    of every 5 ms.  The thread drops the GIL at each call into LLVM, each file it
-    reads and each import, and waits a whole switch interval to get it back:
-    primes-between's region took 1.58 s on the clock for 0.10 s of the thread's
-    own time, and asking the server for a loop 0.2 s for 10 ms."""
-
-    def __enter__(self):
-        import sys
-        self.saved = sys.getswitchinterval()
-        sys.setswitchinterval(min(self.saved, SAMPLER_SWITCH))
-
-    def __exit__(self, *exc):
-        import sys
-        sys.setswitchinterval(self.saved)
 
 
 class NativeCall:
@@ -429,13 +410,15 @@ class Jit:
         # two looks (mat-mul's first, 3 ms from the start) would never be seen,
         # however many runs the profile learns from.
         first = (time.perf_counter_ns() // 1000 % 997 + 1) / 998
+        with ShortSwitches():
+            self._with_server()         # (its imports now, not at the first hot look)
         last = time.perf_counter()
         while not self.stopped:
             time.sleep(jit_policy.SAMPLE_INTERVAL * first)
             first = 1
             if self.asked or self.waiting:
                 try:
-                    with _ShortSwitches():
+                    with ShortSwitches():
                         self._land()
                 except Exception:   # (a unit that cannot be used is interpreted)
                     pass
@@ -524,10 +507,10 @@ class Jit:
 
     def _compile_in_sampler(self, index, header):
         if self._with_server():
-            with _ShortSwitches():
+            with ShortSwitches():
                 self._ask_region(index, header)
             return
-        with self.lock, _ShortSwitches():
+        with self.lock, ShortSwitches():
             if self.regions.get((index, header), False) is not False:
                 return
             region = self._cached_region(index, header)
@@ -538,10 +521,10 @@ class Jit:
 
     def _compile_call_in_sampler(self, index):
         if self._with_server():
-            with _ShortSwitches():
+            with ShortSwitches():
                 self._ask_call(index)
             return
-        with self.lock, _ShortSwitches():
+        with self.lock, ShortSwitches():
             if index in self.calls:
                 return
             native = self.calls[index] = self._compile_call(index)

@@ -77,8 +77,12 @@ class DeferredJit:
             if self.stopped:
                 return
             try:
-                jit = self._make()
-                jit.attach(self.compiled, self.looked_up, sampler_thread=self.main_thread)
+                # (the JIT's imports read files: each read gives the GIL up, and the
+                # program's thread keeps it a whole switch interval before giving it
+                # back -- 5 ms each, the JIT's first looks 30 ms late)
+                with jit_policy.ShortSwitches():
+                    jit = self._make()
+                    jit.attach(self.compiled, self.looked_up, sampler_thread=self.main_thread)
             except Exception:       # (never disturb the program: it runs as plain brili)
                 return
             self.jit = jit
