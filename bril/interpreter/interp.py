@@ -566,7 +566,9 @@ class CompiledProgram:
         shape = self.shapes.get(index)
         if shape is None:
             from ..analysis.layout import FunctionShape
-            shape = self.shapes[index] = FunctionShape(self.linked.functions[index])
+            # (setdefault: the JIT's sampler may make one at the same time; both
+            # threads keep the first stored, the one every FunctionCode is built on)
+            shape = self.shapes.setdefault(index, FunctionShape(self.linked.functions[index]))
         return shape
 
     def function_code(self, index):
