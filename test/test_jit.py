@@ -713,3 +713,25 @@ def test_asking_for_native_code_imports_no_json_nor_re():
             "print(sorted({'json', 're', 'enum', 'llvmlite'} & (set(sys.modules) - before)))\n")
     proc = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, timeout=60)
     assert proc.stdout == b"[]\n", proc.stderr
+
+
+def test_a_region_is_chosen_from_the_functions_shape_alone():
+    # Asking the compile server for a loop reads the function's blocks and loops
+    # (`CompiledProgram.function_shape`), not its type analysis: a run whose code came
+    # from the cache imports no code generator to ask.  The code generated later is
+    # built on the same shape, so block indices and layout ids agree.
+    code = ("import io, sys\n"
+            "from bril.interpreter.interp import compile_program\n"
+            "from bril.ir.text import parse_program\n"
+            "from bril.backend.regions import select_region\n"
+            f"compiled, main = compile_program(parse_program({PROFILE_PROGRAM!r}), out=io.StringIO())\n"
+            "shape = compiled.function_shape(main)\n"
+            "header = shape.loops[0].header\n"
+            "chosen = select_region(shape, header)\n"
+            "print(bool(chosen), sorted({'bril.interpreter.codegen', 'bril.analysis.typecheck'}"
+            " & set(sys.modules)))\n"
+            "fc = compiled.function_code(main)\n"
+            "print(fc.blocks_by_index is shape.blocks_by_index, fc.loops is shape.loops,"
+            " select_region(fc, header) == chosen)\n")
+    proc = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, timeout=60)
+    assert proc.stdout == b"True []\nTrue True True\n", proc.stderr
