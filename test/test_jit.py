@@ -701,6 +701,11 @@ def test_a_traces_inner_loop_is_entered_through_a_copy_of_it():
         check(_text(traced), ["7", "3"], hot=hot, native=False)
 
 
+def _fresh_python(code):
+    """`code` run by a new Python (what it imports is its own)."""
+    return subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, timeout=60)
+
+
 def test_asking_for_native_code_imports_no_json_nor_re():
     # What a run imports when its JIT first asks the compile server for a unit and
     # for the program's executable (with the kinds its first tier saw): `json`
@@ -711,7 +716,7 @@ def test_asking_for_native_code_imports_no_json_nor_re():
             "from bril.backend import jit, jit_client, jitcache, jitprofile, program_exe\n"
             "from bril.interpreter import type_profile\n"
             "print(sorted({'json', 're', 'enum', 'llvmlite'} & (set(sys.modules) - before)))\n")
-    proc = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, timeout=60)
+    proc = _fresh_python(code)
     assert proc.stdout == b"[]\n", proc.stderr
 
 
@@ -734,5 +739,5 @@ def test_a_region_is_chosen_from_the_functions_shape_alone():
             "fc = compiled.function_code(main)\n"
             "print(fc.blocks_by_index is shape.blocks_by_index, fc.loops is shape.loops,"
             " select_region(fc, header) == chosen)\n")
-    proc = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, timeout=60)
+    proc = _fresh_python(code)
     assert proc.stdout == b"True []\nTrue True True\n", proc.stderr
