@@ -4,8 +4,9 @@ chains, many functions) at growing sizes, each tool run as a whole process.
 
 For every shape and size (a multiple of the shape's table size) the program
 is generated once (JSON and text, not timed), then each tool runs on it,
-best wall time of --repeat runs, and its result is checked exactly against
-`shapes.expected` (stdout and the `-p` count):
+best wall time of --repeat runs (the tools taking turns: A B, then B A), and
+its result is checked exactly against `shapes.expected` (stdout and the `-p`
+count):
 
   bril2json     text -> JSON; the JSON must be the generated program
   bril2txt      JSON -> text; the text must parse back to the program
@@ -24,7 +25,8 @@ per dynamic instruction for the engines), and the growth factor per
 doubling of the size, t(2n)/t(n) (1.0 for constant time, 2.0 for linear,
 4.0 for quadratic; with sizes that are not doublings, the factor is
 (t(b)/t(a)) ** (1 / log2(b/a))).  The last column is the largest factor.
-Whole-process times include Python's start-up (~0.1 s), which flattens the
+With both brili and interp, a line `brili/int` gives the default engine's time
+over the interpreter's alone at each size.  Whole-process times include Python's start-up (~0.1 s), which flattens the
 factors at small sizes; compare large sizes.  A `!` marks a wrong result,
 `T` a time-out (--timeout seconds), `E` an error exit.
 
@@ -290,24 +292,30 @@ def _main(argv):
         for k, size in enumerate(sizes):
             with tempfile.TemporaryDirectory(prefix="bench-scale-") as folder:
                 case = Case(shape, size, folder)
-                for tool in tools:
-                    best = None
-                    try:
-                        for _ in range(opts.repeat):
+                # The tools take turns, in the given order and then the other way
+                # round (A B B A ...): the machine's speed drifts, and tools timed
+                # one after the other in blocks compare the drift as much as them.
+                best = {}
+                for r in range(opts.repeat):
+                    for tool in (tools if r % 2 == 0 else tools[::-1]):
+                        if marks[tool][k]:
+                            continue
+                        try:
                             dt, check = tool_runner(tool, case, cmds, opts.timeout)()
-                            if best is None:
-                                if not opts.no_check:
-                                    check()
-                            best = dt if best is None else min(best, dt)
-                    except Failure as e:
-                        marks[tool][k] = e.mark
-                        print(f"  {shape} {size} {tool}: {e}", file=sys.stderr, flush=True)
-                    times[tool][k] = best
-                    if best is not None:
-                        per[tool][k] = best / (case.static if tool in STATIC else case.dyn)
-                    results.append({"shape": shape, "size": size, "tool": tool, "seconds": best,
-                                    "static": case.static, "dyn": case.dyn,
-                                    "status": marks[tool][k] or "ok"})
+                            if tool not in best and not opts.no_check:
+                                check()
+                            best[tool] = min(best.get(tool, dt), dt)
+                        except Failure as e:
+                            marks[tool][k] = e.mark
+                            best.pop(tool, None)
+                            print(f"  {shape} {size} {tool}: {e}", file=sys.stderr, flush=True)
+                for tool in tools:
+                    times[tool][k] = best.get(tool)
+                    if tool in best:
+                        per[tool][k] = best[tool] / (case.static if tool in STATIC else case.dyn)
+                    results.append({"shape": shape, "size": size, "tool": tool,
+                                    "seconds": best.get(tool), "static": case.static,
+                                    "dyn": case.dyn, "status": marks[tool][k] or "ok"})
         print(f"\n{shape} (sizes {', '.join(map(str, sizes))})")
         head = f"  {'tool':10}" + "".join(f"{f'{m}x':>10}" for m in mults) + \
             f"{'us/instr':>10}" + "".join(f"{'x' + str(i + 1):>7}" for i in range(len(sizes) - 1)) + \
@@ -322,6 +330,11 @@ def _main(argv):
             known = [x for x in g if x is not None]
             mx = f"{max(known):7.2f}" if known else f"{'-':>7}"
             print(f"  {tool:10}{cells}{us:>10}{gs}{mx}", flush=True)
+        if "brili" in tools and "interp" in tools:
+            # (what the default engine costs or saves against the interpreter alone)
+            ratios = "".join(f"{a / b:>10.2f}" if a and b else f"{'-':>10}"
+                             for a, b in zip(times["brili"], times["interp"]))
+            print(f"  {'brili/int':10}{ratios}", flush=True)
     if opts.json:
         Path(opts.json).write_text(json.dumps(results, indent=1) + "\n")
     bad = [r for r in results if r["status"] != "ok"]

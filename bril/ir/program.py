@@ -148,11 +148,7 @@ def may_run_long(prog):
         for instr in instrs:
             if "label" in instr:
                 seen.add(instr["label"])
-                continue
-            op = instr.get("op")
-            if op == "call":
-                return True
-            if op in _JUMPS and any(l in seen for l in instr.get("labels", ())):
+            elif instr.get("op") in _JUMPS and not seen.isdisjoint(instr.get("labels") or ()):
                 return True
     return False
 
