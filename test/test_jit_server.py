@@ -151,6 +151,31 @@ def test_waiting_for_builds_sees_a_build_handed_on_after_its_first_look(tmp_path
     assert released and done >= released[0]
 
 
+def test_a_run_ending_while_a_server_builds_what_the_last_one_found_hot_starts_none(
+        tmp_path, monkeypatch):
+    # A run started right after another ends while that run's server builds the hot
+    # code it found: the same units would be its own to build after it -- it leaves
+    # them to that server instead of starting a second one (5-10 ms of its exit and
+    # a second LLVM on a machine already compiling).
+    from bril.backend.jit_server import AFTER_RUN, wait_for_builds
+    monkeypatch.setenv("BRIL_JIT_PRECOMPILE", "1")
+    cache = CodeCache(str(tmp_path))
+    jit, compiled, main, fc = _attached(LOOP, cache)
+    header = fc.loops[0].header
+    jit.hot_seconds[(main, header)] = 1.0
+    with building(cache, AFTER_RUN + jit.profile_key):
+        jit.finish()
+        assert jit.server is None
+    assert load_profile(cache, jit.profile_key, compiled.linked)["hot"] == {(main, header): 1.0}
+    # With nobody at work on it, the same run's hot loop is built after it.
+    jit, compiled, main, fc = _attached(LOOP, cache)
+    jit.hot_seconds[(main, header)] = 1.0
+    jit.finish()
+    assert jit.server is not None and jit.server.used
+    wait_for_builds(cache)
+    assert (main, header) in load_profile(cache, jit.profile_key, compiled.linked)["regions"]
+
+
 def test_the_next_run_is_warm_whatever_the_timing(tmp_path):
     # A first run that ends while its server still builds, a run right after it
     # that waits for every build in flight (BRIL_JIT_PRECOMPILE=wait): then every

@@ -976,6 +976,10 @@ class Jit:
                     and w not in self.asking and w not in tried
                     and self.regions.get(w, False) is not None
                     and self.calls.get(w, False) is not None]
+        if todo and self.server is None:
+            from .jit_server import AFTER_RUN, being_built
+            if being_built(self.cache, AFTER_RUN + self.profile_key):
+                todo = []       # (a server builds what the run before this one found hot)
         exe = self._executable_wanted(profile) if mode != "0" else None
         if self.server is None and (todo or exe):
             self._server()

@@ -426,6 +426,12 @@ class Server:
 
 # --- a session: one run's requests ------------------------------------------------------
 
+# The lock a server holds, under the program's profile key, while it builds what a
+# run that ended found hot: a run ending meanwhile leaves that work to it instead of
+# starting a second server for the same units (`Jit._precompile`).
+AFTER_RUN = "after-"
+
+
 def _session(servers, cache, level, reader, write, key, program):
     """Serve one run: build what it asks, in order, replying to each; when it is over
     (it said `finish`, or its end of the connection closed), build what it found hot
@@ -490,24 +496,25 @@ def _session(servers, cache, level, reader, write, key, program):
     # The run is over: the program whole, then what it found hot and never asked
     # for (what the next plain run and the next run with flags use).
     if key is not None:
-        server = _server_for(servers, cache, key, program, level)
-        if exe is not None:
-            try:
-                server.build_executable(*exe)
-            except Exception:
-                pass
-        for what in todo:
-            if what in server.built:
-                continue
-            try:
-                if server.load_program():
-                    server.build(what, None)
-            except Exception:
-                server.failed.append(what)
-        if server.linked is not None:
-            server.note_in_profile()
-        server.built, server.failed = {}, []
-        server.release_all()
+        with building(cache, AFTER_RUN + key):
+            server = _server_for(servers, cache, key, program, level)
+            if exe is not None:
+                try:
+                    server.build_executable(*exe)
+                except Exception:
+                    pass
+            for what in todo:
+                if what in server.built:
+                    continue
+                try:
+                    if server.load_program():
+                        server.build(what, None)
+                except Exception:
+                    server.failed.append(what)
+            if server.linked is not None:
+                server.note_in_profile()
+            server.built, server.failed = {}, []
+            server.release_all()
     if ack:
         reply(("finished",))
 
