@@ -395,6 +395,99 @@ def test_the_sampler_charges_the_time_that_passed(monkeypatch):
     assert 1 <= round(whole_looks) <= len(looks) and abs(whole_looks - round(whole_looks)) < 1e-6
 
 
+# A function whose loop runs a few times a call, called many times: crossing into
+# its native code costs more than the few instructions it saves.
+LIGHT_CALLEE = """
+@f(k: int): int {
+  s: int = const 0;
+  i: int = const 0;
+  one: int = const 1;
+.h:
+  c: bool = lt i k;
+  br c .b .e;
+.b:
+  s: int = add s i;
+  i: int = add i one;
+  jmp .h;
+.e:
+  ret s;
+}
+@main(n: int, k: int) {
+  t: int = const 0;
+  j: int = const 0;
+  one: int = const 1;
+.loop:
+  c: bool = lt j n;
+  br c .body .done;
+.body:
+  r: int = call @f k;
+  t: int = add t r;
+  j: int = add j one;
+  jmp .loop;
+.done:
+  print t;
+}
+"""
+
+
+def test_native_code_doing_too_little_per_entry_goes_back_to_the_interpreter():
+    # Each entry into @f's native code from the interpreter runs about 40
+    # instructions, less than crossing over costs (MIN_WORK_PER_ENTRY, _PER_CALL):
+    # dropped after ENTRY_SAMPLE entries.  Its loop's region first, then @main's
+    # loop, which takes the calls in, runs natively instead ...
+    from bril.backend.jit import ENTRY_SAMPLE
+    prog = parse_program(LIGHT_CALLEE)
+
+    def units(hot, hot_calls, args):
+        out, count, error, jit = run_jit(prog, args, hot=hot, hot_calls=hot_calls)
+        assert (out, count, error) == run_outcome(prog, args)[:3]
+        report = jit.report()
+        return count, {(u["function"], u.get("header")): u
+                       for u in report["regions"] + report["functions"]}
+    count, got = units(300, 10 ** 9, ["3000", "6"])
+    region = got[("f", ".h")]
+    assert region["entries"] == ENTRY_SAMPLE and "instructions per entry" in region["dropped"]
+    outer = got[("main", ".loop")]
+    assert outer["compiled"] and outer["native_instructions"] > 0.5 * count
+    # ... the function compiled whole, its calls from the interpreter likewise ...
+    count, got = units(10 ** 9, 20, ["3000", "6"])
+    call = got[("f", None)]
+    assert call["calls"] == ENTRY_SAMPLE and "instructions per call" in call["dropped"]
+    # ... and with more work at each entry, @f's native code is kept.
+    count, got = units(300, 10 ** 9, ["300", "400"])
+    assert got[("f", ".h")]["dropped"] is None and got[("f", ".h")]["entries"] > ENTRY_SAMPLE
+    count, got = units(10 ** 9, 20, ["300", "400"])
+    assert got[("f", None)]["dropped"] is None and got[("f", None)]["calls"] > ENTRY_SAMPLE
+
+
+def test_the_sampler_charges_the_loop_around_one_that_does_too_little():
+    # A look inside a loop whose region was dropped for doing too little per entry
+    # charges the loop around it -- here in the caller -- so that a unit taking
+    # the light one in is asked for.
+    import types
+    from bril.backend.jit import LoopRegion
+    prog = parse_program(LIGHT_CALLEE)
+    compiled, main = interp.compile_program(prog, out=io.StringIO())
+    jit = Jit(cache=None, pay_back=10 ** 9, shared_heap=None)
+    jit.attach(compiled, sampler_thread=0)
+    f = 1 - main
+    compiled.jit_code_loops.update({"F%d_f__jit" % f: [(3, 9, 1)],
+                                    "F%d_main__jit" % main: [(4, 20, 1)]})
+
+    def frame(index, name, line, back):
+        code = types.SimpleNamespace(co_name="F%d_%s__jit" % (index, name),
+                                     co_filename="<bril @%s jit>" % name)
+        return types.SimpleNamespace(f_code=code, f_lineno=line, f_back=back)
+    look = frame(f, "f", 5, frame(main, "main", 10, None))
+    jit._sample(look, 0.01)
+    assert jit.hot_seconds[(f, 1)] == 0.01 and not jit.hot_seconds[(main, 1)]
+    light = LoopRegion(f, None, 1, {1, 2}, {1})
+    light.light = True
+    jit.regions[(f, 1)] = light
+    jit._sample(look, 0.01)
+    assert jit.hot_seconds[(f, 1)] == 0.01 and jit.hot_seconds[(main, 1)] == 0.01
+
+
 def test_the_sampler_compiles_with_short_gil_switches(monkeypatch):
     # Compiling on the sampler's thread drops the GIL at every call into LLVM; at
     # the default 5 ms switch interval each return waited for the interpreter:

@@ -54,9 +54,18 @@ from ..ir.values import UNDEF
 from ..native_runtime.resume import (Slots, decode_result, encode_arguments, get_tagged, json_type,
                                      marshal_source, put_tagged)
 
-# A region whose entries average fewer native instructions than this (measured
-# over ENTRY_SAMPLE entries) costs more to enter than it saves: drop it.
-MIN_WORK_PER_ENTRY = 40
+# Native code entered from the interpreter must do enough at each entry to pay
+# for crossing over: a region's entry (the frame handed over, the interpreter
+# going on where it left) costs about 10 us, a call's (its arguments encoded,
+# the result decoded) about 5 us, where the generated Python runs a Bril
+# instruction in 0.025-0.04 us.  Measured: a region entered 20,000 times for 50
+# instructions each made that run 6x slower than interpreting it (eight-queens'
+# `valid` loop on a rerun: 0.23 s against 0.06 s), for 600 each about even.  A
+# region or call whose first ENTRY_SAMPLE entries average fewer native
+# instructions than these goes back to the interpreter (and the sampler looks
+# for a unit further out: `_sample`).
+MIN_WORK_PER_ENTRY = 400
+MIN_WORK_PER_CALL = 200
 ENTRY_SAMPLE = 64
 NEVER = 1 << 62
 # While a region or function compiles in the background, its hook looks again
@@ -122,6 +131,7 @@ class NativeCall:
         self.entries = 0
         self.native_instrs = 0
         self.dropped = None
+        self.light = False              # (dropped: too little work per call)
         self.error = None
 
 
@@ -149,6 +159,7 @@ class LoopRegion:
         self.exits = {}                 # exit block index -> times
         self.native_instrs = 0
         self.dropped = None             # why the region went back to the interpreter
+        self.light = False              # (dropped: too little work per entry)
         self.error = None               # the run-time error raised in it, if any
 
 
@@ -441,42 +452,50 @@ class Jit:
         if elapsed is None:
             elapsed = jit_policy.SAMPLE_INTERVAL
         seen = set()
-        innermost = None
+        frames = []                 # (function, frame, code), the innermost first
         depth = 0
         while frame is not None and depth < SAMPLE_DEPTH:
             code = frame.f_code
             index = _function_index(code)
             if index is not None:
-                if innermost is None:
-                    innermost = (index, frame, code)
+                frames.append((index, frame, code))
                 seen.add(index)
             frame = frame.f_back
             depth += 1
         for index in seen:
             self.hot_seconds[index] += elapsed
-        if innermost is None:
+        # The innermost loop is charged -- or, if its native code did too little per
+        # entry to pay for crossing over (`light`), the loop around it, in this
+        # function or in its caller: a unit that takes the light one in.
+        for index, frame, code in frames:
+            headers = self._loops_at(code, frame.f_lineno)
+            for header in reversed(headers):
+                key = (index, header)
+                region = self.regions.get(key, False)
+                if getattr(region, "light", False):
+                    continue
+                self.hot_seconds[key] += elapsed
+                if region is False and self._worth(key, index):
+                    self._compile_in_sampler(index, header)
+                return
+            if headers:
+                continue            # (every loop here is light)
+            native = self.calls.get(index, False)
+            if getattr(native, "light", False):
+                continue
+            if native is False and index != self.compiled.linked.main_index() \
+                    and self._worth(index, index):
+                # Hot without a loop of its own: many calls (recursion, a callee).
+                self._compile_call_in_sampler(index)
             return
-        index, frame, code = innermost
-        header = self._loop_of(code, frame.f_lineno)
-        if header is not None:
-            key = (index, header)
-            self.hot_seconds[key] += elapsed
-            if self.regions.get(key, False) is False and self._worth(key, index):
-                self._compile_in_sampler(index, header)
-        elif index not in self.calls and index != self.compiled.linked.main_index() \
-                and self._worth(index, index):
-            # Hot without a loop of its own: many calls (recursion, a callee).
-            self._compile_call_in_sampler(index)
 
-    def _loop_of(self, code, line):
+    def _loops_at(self, code, line):
+        """The headers of the loops around `line` of generated code, the innermost
+        last."""
         loops = self.compiled.jit_code_loops.get(code.co_name)
         if not loops:
-            return None
-        found = None
-        for first, last, header in loops:
-            if first <= line <= last:
-                found = header          # the innermost loop comes last
-        return found
+            return ()
+        return [header for first, last, header in loops if first <= line <= last]
 
     def _worth(self, what, index):
         """Ski rental: has `what` been hot for pay_back times what compiling costs?
@@ -784,6 +803,7 @@ class Jit:
                 region.native_instrs < MIN_WORK_PER_ENTRY * ENTRY_SAMPLE:
             region.dropped = (f"{region.native_instrs / region.entries:.0f} instructions "
                               "per entry")
+            region.light = True
             region.address = None
             for h in region.entry_blocks:
                 ns[f"_JQ{index}_{h}"] = False
@@ -828,7 +848,20 @@ class Jit:
         finally:
             self._drain()
         native.native_instrs += self.compiled.ns["_native_last"]
+        if native.entries == ENTRY_SAMPLE and \
+                native.native_instrs < MIN_WORK_PER_CALL * ENTRY_SAMPLE:
+            self._drop_light_call(native)
         return decode_result(native.result, S, D, heap.from_pair if heap else None)
+
+    def _drop_light_call(self, native):
+        """A function whose calls from the interpreter do too little to pay for
+        crossing over (MIN_WORK_PER_CALL) is interpreted again."""
+        native.dropped = f"{native.native_instrs / native.entries:.0f} instructions per call"
+        native.light = True
+        native.address = None
+        fn = self.fast.get(native.index)
+        if fn is not None:
+            self._bind(native.index, fn)
 
     # --- units from the cache -------------------------------------------------------------
 
@@ -975,7 +1008,8 @@ class Jit:
                     and w not in profile["regions"] and w not in profile["calls"]
                     and w not in self.asking and w not in tried
                     and self.regions.get(w, False) is not None
-                    and self.calls.get(w, False) is not None]
+                    and self.calls.get(w, False) is not None
+                    and not getattr(self.regions.get(w) or self.calls.get(w), "light", False)]
         if todo and self.server is None:
             from .jit_server import AFTER_RUN, being_built
             if being_built(self.cache, AFTER_RUN + self.profile_key):
