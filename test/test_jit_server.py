@@ -176,6 +176,52 @@ def test_a_run_ending_while_a_server_builds_what_the_last_one_found_hot_starts_n
     assert (main, header) in load_profile(cache, jit.profile_key, compiled.linked)["regions"]
 
 
+def test_the_server_makes_the_code_the_next_run_goes_on_in_after_native_code(tmp_path):
+    # A run asking for a region tells the server the key of the function's jitx
+    # variant (where the interpreter goes on when native code hands back): the
+    # server generates it into the code cache, so that the next run, which enters
+    # the region from the cache, does not (10-25 ms of a short rerun).
+    cache = CodeCache(str(tmp_path))
+    jit, compiled, main, fc = _attached(LOOP, cache)
+    compiled.cache = cache
+    key = compiled.variant_key(main, "jitx")
+    assert key is not None and cache.get_marshalled("py", key) is None
+    server = CompileServer(cache, jit.profile_key, program_key(compiled.linked), 2)
+    assert server.start(jit.source)
+    server.exit_code(main, key, compiled.native_heap)
+    server.exit_code(main, "another key", compiled.native_heap)     # (not this program's)
+    server.finish([], wait=True)
+    assert cache.get_marshalled("py", key) is not None
+    assert cache.get_marshalled("py", "another key") is None
+    # The next run takes it from the cache: it analyses nothing of the function.
+    fresh, _ = compile_program(parse_program(LOOP), out=io.StringIO())
+    fresh.cache = cache
+    function, _ = fresh.load_with_links(main, "jitx")
+    assert callable(function) and main not in fresh.codes
+
+
+def test_a_typed_function_has_one_cache_key_however_it_entered_generated_code(tmp_path):
+    # The cold tier moves a frame into generated code at a loop header and notes
+    # the kinds its `any` variables hold there, which the code may assume (part of
+    # the cache key).  A typed function has none: moved at a header or promoted at
+    # its first call (a run with a profile), its code has one key -- a run with a
+    # profile found none of its first run's code and generated it all again.
+    cache = CodeCache(str(tmp_path))
+    compiled, main = compile_program(parse_program(LOOP), out=io.StringIO())
+    compiled.cache = cache
+    promoted = compiled.variant_key(main, "jit")
+    header = compiled.function_shape(main).loops[0].header
+    compiled.saw_at_header(main, header, {"i": 5, "n": 10})
+    assert compiled.variant_key(main, "jit") == promoted
+    dynamic = LOOP.replace("@main(n: int) {", "@main(n: int) {\n  d: any = id n;")
+    assert dynamic != LOOP
+    compiled, main = compile_program(parse_program(dynamic), out=io.StringIO())
+    compiled.cache = cache
+    promoted = compiled.variant_key(main, "jit")
+    compiled.saw_at_header(main, header, {"d": 10})
+    assert compiled.variant_key(main, "jit") != promoted
+
+
 def test_the_next_run_is_warm_whatever_the_timing(tmp_path):
     # A first run that ends while its server still builds, a run right after it
     # that waits for every build in flight (BRIL_JIT_PRECOMPILE=wait): then every

@@ -62,10 +62,11 @@ from ..native_runtime.resume import (Slots, decode_result, encode_arguments, get
 # instructions each made that run 6x slower than interpreting it (eight-queens'
 # `valid` loop on a rerun: 0.23 s against 0.06 s), for 600 each about even.  A
 # region or call whose first ENTRY_SAMPLE entries average fewer native
-# instructions than these goes back to the interpreter (and the sampler looks
-# for a unit further out: `_sample`).
-MIN_WORK_PER_ENTRY = 400
-MIN_WORK_PER_CALL = 200
+# instructions than these -- half what would pay, since later entries may do
+# more (check-primes' calls grow with their argument) -- goes back to the
+# interpreter, and the sampler looks for a unit further out (`_sample`).
+MIN_WORK_PER_ENTRY = 200
+MIN_WORK_PER_CALL = 100
 ENTRY_SAMPLE = 64
 NEVER = 1 << 62
 # While a region or function compiles in the background, its hook looks again
@@ -249,6 +250,7 @@ class Jit:
         self.use_server = None          # decided at the first compile (`_with_server`)
         self.asked = {}                 # request id -> _Ask, while the server builds
         self.asking = {}                # what -> its _Ask (what: (index, header) or index)
+        self.exit_code_asked = set()    # functions whose jitx variant the server makes
         self.waiting = {}               # what -> unit keys another process is building
         self.start_time = time.perf_counter()
         self.run_seconds = None         # (the run's length, once it is over)
@@ -591,6 +593,8 @@ class Jit:
                                       self.level)
                     for blocks, entries in (candidates or [(None, None)])}
         self.asked[rid] = self.asking[what] = ask
+        if isinstance(what, tuple):
+            self._ask_exit_code(server, what[0])
         if not self.exe_asked:
             # (a run hot enough to ask: the server compiles the program whole when it
             # has nothing else to do, so that a run right after this one is it)
@@ -1018,11 +1022,25 @@ class Jit:
         if self.server is None and (todo or exe):
             self._server()
         if self.server is not None:
+            for what in todo:
+                if isinstance(what, tuple):
+                    self._ask_exit_code(self.server, what[0])
             self.server.finish(todo, wait=mode == "wait", exe=exe,
                                profile=self._exe_profile() if exe is not None else None)
         if mode == "wait" and self.cache is not None:
             from .jit_server import wait_for_builds
             wait_for_builds(self.cache)
+
+    def _ask_exit_code(self, server, index):
+        """Have the server generate, for the next run, the Python code this run goes
+        on in when a region of function `index` hands back (its jitx variant, as
+        this run would generate it), once per function."""
+        if index in self.exit_code_asked:
+            return
+        self.exit_code_asked.add(index)
+        key = self.compiled.variant_key(index, "jitx")
+        if key is not None:
+            server.exit_code(index, key, self.compiled.native_heap)
 
     def _exe_profile(self):
         """The kinds this run's first tier saw the `any` parameters hold, as a type

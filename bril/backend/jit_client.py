@@ -124,6 +124,12 @@ class CompileServer:
         self.next_rid += 1
         return rid if self._send(("build", rid, what, candidates)) else None
 
+    def exit_code(self, index, key, native_heap):
+        """Ask for function `index`'s jitx variant in the code cache under `key`, for the
+        next run (see `bril.backend.jit_server`)."""
+        if self.started and not self.broken:
+            self._send(("exitcode", index, key, native_heap))
+
     def whole(self, exe, profile=None):
         """Ask for the program compiled whole under the key `exe` (for the kinds of
         the type profile `profile`), when the server has nothing else to build

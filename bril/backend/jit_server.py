@@ -36,6 +36,11 @@ Messages are a 4-byte length and a marshalled tuple each way:
                                       when nothing else is asked (a run hot enough to
                                       ask for a unit: the next run is likely soon),
                                       for the kinds of the type profile `profile`
+    ("exitcode", index, key, heap)    generate function `index`'s jitx variant (where
+                                      the interpreter goes on when its native code
+                                      hands back) into the code cache under `key`,
+                                      for the next run, once nothing else is asked
+                                      (`heap`: the run's heap is the native one)
     ("finish", todo, wait, exe, profile)   the run is over: build the program whole
                                       under the key `exe` (`bril.backend.program_exe`;
                                       None: not), then these too (as `what`s);
@@ -241,8 +246,22 @@ class Server:
         if program_key(linked) != self.program:
             return False                # (not the program asked about)
         self.linked, self.prog = linked, prog
-        self.compiled = CompiledProgram(self.linked, open(os.devnull, "w"))
+        self.compiled = CompiledProgram.generator(linked, self.cache, False)
+        self.generators = {False: self.compiled}
         return True
+
+    def generate_exit_code(self, index, key, native_heap):
+        """The Python code a run goes on in when native code of function `index` hands
+        back (its `jitx` variant, under the key the run gave), into the code cache
+        for the next run (`CompiledProgram.generate_into_cache`)."""
+        if not self.load_program():
+            return
+        generator = self.generators.get(native_heap)
+        if generator is None:
+            from ..interpreter.interp import CompiledProgram
+            generator = self.generators[native_heap] = CompiledProgram.generator(
+                self.linked, self.cache, native_heap)
+        generator.generate_into_cache(index, "jitx", key)
 
     def build(self, what, candidates):
         """(unit key, blocks, entries) of what was built for `what` (a region's first
@@ -437,6 +456,7 @@ def _session(servers, cache, level, reader, write, key, program):
     (it said `finish`, or its end of the connection closed), build what it found hot
     and never asked for, and note every unit in the program's profile."""
     todo, ack, exe = [], False, None
+    exit_code = []                  # ("exitcode", ...) messages not yet served
 
     def reply(message):
         try:
@@ -448,6 +468,9 @@ def _session(servers, cache, level, reader, write, key, program):
     while True:
         # Everything already sent is queued, and its units locked as being built.
         while not queue or reader.pending():
+            if not queue and exit_code and key is not None and not reader.pending():
+                _generate_exit_code(servers, cache, key, program, level, exit_code)
+                continue
             if not queue and exe is not None and key is not None and not reader.pending():
                 # (nothing asked: the program whole, for the run after this one)
                 try:
@@ -463,6 +486,8 @@ def _session(servers, cache, level, reader, write, key, program):
                 key, program = message[1], message[2]
             elif message[0] == "exe":
                 exe = (message[1], message[2] if len(message) > 2 else None)
+            elif message[0] == "exitcode":
+                exit_code.append(message[1:])
             elif message[0] in ("build", "finish") and key is not None:
                 queue.append(message)
                 if message[0] == "build":
@@ -511,12 +536,24 @@ def _session(servers, cache, level, reader, write, key, program):
                         server.build(what, None)
                 except Exception:
                     server.failed.append(what)
+            _generate_exit_code(servers, cache, key, program, level, exit_code)
             if server.linked is not None:
                 server.note_in_profile()
             server.built, server.failed = {}, []
             server.release_all()
     if ack:
         reply(("finished",))
+
+
+def _generate_exit_code(servers, cache, key, program, level, messages):
+    """Serve the ("exitcode", index, key, native_heap) messages (emptying the list)."""
+    server = _server_for(servers, cache, key, program, level)
+    while messages:
+        index, code_key, native_heap = messages.pop(0)
+        try:
+            server.generate_exit_code(index, code_key, native_heap)
+        except Exception:           # (the run generates it, as without a server)
+            pass
 
 
 def _server_for(servers, cache, key, program, level):
