@@ -123,6 +123,31 @@ def test_a_unit_another_process_is_building_is_waited_for(tmp_path):
     assert not being_built(cache, ukey)
 
 
+def test_a_unit_asked_while_a_server_builds_the_last_runs_hot_code_is_waited_for(tmp_path):
+    # The run before this one ended; its server now builds what that run found hot
+    # (most often what this run asks for): wait for it rather than start a second
+    # server, whose start alone takes longer than that build.
+    from bril.backend.jit_server import AFTER_RUN
+    from bril.backend.regions import select_region
+    cache = CodeCache(str(tmp_path))
+    jit, compiled, main, fc = _attached(LOOP, cache)
+    header = fc.loops[0].header
+    blocks, entries = select_region(fc, header)[0]
+    ukey = jitcache.unit_key(compiled.linked, "region", main, blocks, entries, 2)
+    with building(cache, AFTER_RUN + jit.profile_key):
+        jit._ask_region(main, header)
+        assert (main, header) in jit.waiting and not jit.asking and jit.server is None
+        jit._land()
+        assert (main, header) in jit.waiting
+        module, meta = jitcache.lower_region_unit(compiled.linked, fc, blocks, entries,
+                                                  "bril.unit")[:2]
+        assert jitcache.keep_unit(cache, ukey, module, meta, 2)
+    jit._land()
+    region = jit.regions[(main, header)]
+    assert isinstance(region, LoopRegion) and region.address is not None
+    assert jit.server is None
+
+
 def test_waiting_for_builds_sees_a_build_handed_on_after_its_first_look(tmp_path):
     # A server ends its session after handing its executable's build to a process of
     # its own, under a lock made then: BRIL_JIT_PRECOMPILE=wait waits for that too.

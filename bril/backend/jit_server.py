@@ -456,6 +456,7 @@ def _session(servers, cache, level, reader, write, key, program):
     (it said `finish`, or its end of the connection closed), build what it found hot
     and never asked for, and note every unit in the program's profile."""
     todo, ack, exe = [], False, None
+    after = None                    # the AFTER_RUN lock, once the run said `finish`
     exit_code = []                  # ("exitcode", ...) messages not yet served
 
     def reply(message):
@@ -490,6 +491,11 @@ def _session(servers, cache, level, reader, write, key, program):
                 exit_code.append(message[1:])
             elif message[0] in ("build", "finish") and key is not None:
                 queue.append(message)
+                if message[0] == "finish" and after is None:
+                    # (taken as soon as read, not once the builds asked before it
+                    # are done: a run ending meanwhile already leaves its hot code to
+                    # this server)
+                    after = building(cache, AFTER_RUN + key).__enter__()
                 if message[0] == "build":
                     try:
                         _server_for(servers, cache, key, program, level).hold(
@@ -521,7 +527,9 @@ def _session(servers, cache, level, reader, write, key, program):
     # The run is over: the program whole, then what it found hot and never asked
     # for (what the next plain run and the next run with flags use).
     if key is not None:
-        with building(cache, AFTER_RUN + key):
+        if after is None:
+            after = building(cache, AFTER_RUN + key).__enter__()
+        try:
             server = _server_for(servers, cache, key, program, level)
             if exe is not None:
                 try:
@@ -541,6 +549,8 @@ def _session(servers, cache, level, reader, write, key, program):
                 server.note_in_profile()
             server.built, server.failed = {}, []
             server.release_all()
+        finally:
+            after.__exit__(None, None, None)
     if ack:
         reply(("finished",))
 
