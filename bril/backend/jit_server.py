@@ -143,10 +143,12 @@ def open_lock(cache, name):
 
 class building:
     """`with building(cache, key):` holds the lock of a unit being built (released
-    when the build ends, or when the process dies)."""
+    when the build ends, or when the process dies).  wait=False: only if no other
+    process holds it (else nothing is held) -- for a lock that only marks work in
+    progress, which a process holding unit locks must never wait for."""
 
-    def __init__(self, cache, key, prefix="build-"):
-        self.cache, self.name = cache, prefix + key
+    def __init__(self, cache, key, prefix="build-", wait=True):
+        self.cache, self.name, self.wait = cache, prefix + key, wait
         self.fd = None
 
     def __enter__(self):
@@ -154,9 +156,11 @@ class building:
         self.fd = open_lock(self.cache, self.name)
         if self.fd is not None:
             try:
-                fcntl.flock(self.fd, fcntl.LOCK_EX)
+                fcntl.flock(self.fd, fcntl.LOCK_EX if self.wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError:
-                pass
+                if not self.wait:       # (another process holds it: leave it be)
+                    os.close(self.fd)
+                    self.fd = None
         return self
 
     def __exit__(self, *exc):
@@ -339,7 +343,13 @@ class Server:
             finally:
                 self.release(ukey)
             return
-        with building(self.cache, ukey):
+        # (another server building it: wait for it to land -- but not forever, and
+        # without blocking on its lock: that server may be waiting for a unit this
+        # one holds, for a run that asked the two in the other order)
+        deadline = time.monotonic() + UNIT_WAIT
+        while self.held and being_built(self.cache, ukey) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        with building(self.cache, ukey, wait=not self.held):
             self._build_unit(ukey, lower)
 
     def _build_unit(self, ukey, lower):
@@ -445,9 +455,16 @@ class Server:
 
 # --- a session: one run's requests ------------------------------------------------------
 
+# How long a server holding unit locks waits for a unit another process builds
+# before building it too (seconds).
+UNIT_WAIT = 30.0
+
 # The lock a server holds, under the program's profile key, while it builds what a
 # run that ended found hot: a run ending meanwhile leaves that work to it instead of
-# starting a second server for the same units (`Jit._precompile`).
+# starting a second server for the same units (`Jit._precompile`), and a run asking
+# for a unit meanwhile waits for it (`Jit._in_cache`).  Taken without waiting: a
+# server holding unit locks that waited for it could wait for a server waiting
+# for one of those units.
 AFTER_RUN = "after-"
 
 
@@ -495,7 +512,7 @@ def _session(servers, cache, level, reader, write, key, program):
                     # (taken as soon as read, not once the builds asked before it
                     # are done: a run ending meanwhile already leaves its hot code to
                     # this server)
-                    after = building(cache, AFTER_RUN + key).__enter__()
+                    after = building(cache, AFTER_RUN + key, wait=False).__enter__()
                 if message[0] == "build":
                     try:
                         _server_for(servers, cache, key, program, level).hold(
@@ -528,7 +545,7 @@ def _session(servers, cache, level, reader, write, key, program):
     # for (what the next plain run and the next run with flags use).
     if key is not None:
         if after is None:
-            after = building(cache, AFTER_RUN + key).__enter__()
+            after = building(cache, AFTER_RUN + key, wait=False).__enter__()
         try:
             server = _server_for(servers, cache, key, program, level)
             if exe is not None:
