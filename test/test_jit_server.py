@@ -148,6 +148,24 @@ def test_a_unit_asked_while_a_server_builds_the_last_runs_hot_code_is_waited_for
     assert jit.server is None
 
 
+def test_a_lock_that_only_marks_work_is_never_waited_for(tmp_path):
+    # Two servers of one program each held a unit the other waited for, while
+    # waiting for the other's after-run lock: that lock is taken without waiting
+    # (and held by nobody if another process has it).
+    import time as clock
+    from bril.backend.jit_server import AFTER_RUN
+    cache = CodeCache(str(tmp_path))
+    with building(cache, AFTER_RUN + "k"):
+        start = clock.monotonic()
+        with building(cache, AFTER_RUN + "k", wait=False) as second:
+            assert second.fd is None
+        assert clock.monotonic() - start < 1.0
+        assert being_built(cache, AFTER_RUN + "k")      # (the first still holds it)
+    with building(cache, AFTER_RUN + "k", wait=False) as alone:
+        assert alone.fd is not None and being_built(cache, AFTER_RUN + "k")
+    assert not being_built(cache, AFTER_RUN + "k")
+
+
 def test_waiting_for_builds_sees_a_build_handed_on_after_its_first_look(tmp_path):
     # A server ends its session after handing its executable's build to a process of
     # its own, under a lock made then: BRIL_JIT_PRECOMPILE=wait waits for that too.
