@@ -346,6 +346,39 @@ def test_a_short_jit_run_never_starts_the_jit(tmp_path):
     assert proc.stderr == b"total_dyn_inst: 96\n[]\n"
 
 
+def test_a_run_that_stays_in_the_cold_tier_never_brings_the_jit_in(tmp_path):
+    # A loop nest 300 deep, each loop run once: the cold tier runs it all, and the
+    # sampler's looks (every millisecond here) find no generated code -- nothing the
+    # JIT could charge or compile -- so none of it is imported.
+    depth = 300
+    instrs = [{"op": "const", "dest": "one", "type": "int", "value": 1}]
+    for d in range(depth):
+        instrs += [{"op": "const", "dest": f"i{d}", "type": "int", "value": 0},
+                   {"label": f"h{d}"},
+                   {"op": "lt", "dest": f"c{d}", "type": "bool", "args": [f"i{d}", "one"]},
+                   {"op": "br", "args": [f"c{d}"], "labels": [f"b{d}", f"e{d}"]},
+                   {"label": f"b{d}"}]
+    for d in reversed(range(depth)):
+        instrs += [{"op": "add", "dest": f"i{d}", "type": "int", "args": [f"i{d}", "one"]},
+                   {"op": "jmp", "labels": [f"h{d}"]}, {"label": f"e{d}"}]
+    instrs.append({"op": "print", "args": ["one"]})
+    program = {"functions": [{"name": "main", "instrs": instrs}]}
+    code = ("import sys, time\n"
+            "from bril.backend import jit_policy\n"
+            "jit_policy.SAMPLE_INTERVAL = 0.001\n"
+            "from bril.cli import brili\n"
+            "brili.os._exit = sys.exit\n"
+            "start = time.perf_counter()\n"
+            "try:\n    brili.main(['-p'])\nexcept SystemExit:\n    pass\n"
+            "print(time.perf_counter() - start > 0.005, 'bril.backend.jit' in sys.modules, "
+            "file=sys.stderr)\n")
+    proc = subprocess.run([sys.executable, "-P", "-c", code], input=json.dumps(program).encode(),
+                          capture_output=True, timeout=120,
+                          env=dict(os.environ, BRIL_CACHE_DIR=str(tmp_path)))
+    assert proc.stdout == b"1\n"
+    assert proc.stderr == b"total_dyn_inst: %d\nTrue False\n" % (7 * depth + 2)
+
+
 def test_the_jit_attaches_late_to_a_run_that_lasts(monkeypatch):
     from bril.backend import jit_policy
     monkeypatch.setattr(jit_policy, "SAMPLE_INTERVAL", 0.0)

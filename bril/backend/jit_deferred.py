@@ -1,7 +1,7 @@
 """`brili --jit` until something could be hot: the JIT (`bril.backend.jit`) is imported and
-attached only if the run is still going when its sampler would first look, or at
-once if an earlier run left a profile (then what was hot enters native code at
-its first arrival).  A run over within that first interval -- most Bril runs --
+attached only once a look of its sampler finds the run in generated code (not only in
+the cold tier), or at once if an earlier run left a profile (then what was hot enters
+native code at its first arrival).  A run over before that -- most Bril runs --
 pays for a profile look-up and a sleeping thread, no more than that: it runs
 exactly as plain `brili` does, in the jit variants, whose loop flags no one
 raises.
@@ -72,7 +72,22 @@ class DeferredJit:
             compiled.use_native_heap(rt)
 
     def _later(self):
-        time.sleep(jit_policy.SAMPLE_INTERVAL)
+        # The JIT comes in at the first look that finds the program in generated code
+        # (what its sampler charges and compiles): a run still in the cold tier -- a
+        # function run once, however big -- has nothing for it yet, and is spared its
+        # imports (a 480-deep loop nest run once: 6 ms of a 40 ms run).
+        import sys
+        own = _thread.get_ident()
+        while True:
+            time.sleep(jit_policy.SAMPLE_INTERVAL)
+            if self.stopped:
+                return
+            try:
+                if any(_in_generated_code(frame) for tid, frame in sys._current_frames().items()
+                       if tid not in (own, self.main_thread)):
+                    break
+            except Exception:       # (never disturb the program)
+                return
         with self.lock:
             if self.stopped:
                 return
@@ -103,4 +118,14 @@ class DeferredJit:
             return self.jit.report()
         return {"setup_seconds": 0.0, "refused": None, "cache_hits": 0, "regions": [],
                 "functions": [], "instructions": None, "server": False,
-                "note": "the run ended before the JIT's first look"}
+                "note": "the run ended before the JIT's first look at generated code"}
+
+
+def _in_generated_code(frame, depth=64):
+    """Is this stack (its innermost `depth` frames) running generated code?"""
+    while frame is not None and depth:
+        if frame.f_code.co_filename.startswith("<bril @"):     # (not "<bril cold")
+            return True
+        frame = frame.f_back
+        depth -= 1
+    return False
