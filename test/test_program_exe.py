@@ -94,6 +94,11 @@ def test_what_is_compiled_whole(tmp_path):
     big = dict(prog, functions=[dict(prog["functions"][0], instrs=[{"op": "nop"}] * (
         program_exe.MAX_INSTRS + 1))])
     assert not program_exe.eligible(big)
+    # Text too big to hold MAX_INSTRS instructions is not even hashed.
+    from bril.cli import brili
+    opts = brili.parse_args(["-p"])
+    assert brili._executable(opts, (b"x" * (program_exe.MAX_BYTES + 1), False)) is None
+    assert brili._executable(opts, (b"x" * program_exe.MAX_BYTES, False)) is not None
     # A short run (over before the JIT's first look) leaves nothing to build.
     _brili(["-p", "3", "1"], bril_json(DIVIDE), tmp_path, BRIL_JIT_PRECOMPILE="wait")
     assert not os.path.exists(tmp_path / program_exe.KIND)
