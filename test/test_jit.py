@@ -428,39 +428,7 @@ def test_the_sampler_charges_the_time_that_passed(monkeypatch):
     assert 1 <= round(whole_looks) <= len(looks) and abs(whole_looks - round(whole_looks)) < 1e-6
 
 
-# A function whose loop runs a few times a call, called many times: crossing into
-# its native code costs more than the few instructions it saves.
-LIGHT_CALLEE = """
-@f(k: int): int {
-  s: int = const 0;
-  i: int = const 0;
-  one: int = const 1;
-.h:
-  c: bool = lt i k;
-  br c .b .e;
-.b:
-  s: int = add s i;
-  i: int = add i one;
-  jmp .h;
-.e:
-  ret s;
-}
-@main(n: int, k: int) {
-  t: int = const 0;
-  j: int = const 0;
-  one: int = const 1;
-.loop:
-  c: bool = lt j n;
-  br c .body .done;
-.body:
-  r: int = call @f k;
-  t: int = add t r;
-  j: int = add j one;
-  jmp .loop;
-.done:
-  print t;
-}
-"""
+LIGHT_CALLEE = program_text("jit/light_callee")
 
 
 def test_native_code_doing_too_little_per_entry_goes_back_to_the_interpreter():

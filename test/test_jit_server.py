@@ -99,15 +99,22 @@ def test_a_unit_the_server_built_lands_and_raises_the_loops_flag(tmp_path):
     jit.finish()
 
 
-def test_a_unit_another_process_is_building_is_waited_for(tmp_path):
+@pytest.mark.parametrize("lock", ["unit", "after-run"])
+def test_a_unit_another_process_is_building_is_waited_for(tmp_path, lock):
+    # Another process builds the unit (holding its lock) -- or a compile server
+    # builds what the run before this one found hot (holding its after-run lock),
+    # most often what this run asks for: this run waits for it rather than ask its
+    # own server, whose start alone takes longer than that build.
+    from bril.backend.jit_server import AFTER_RUN
+    from bril.backend.regions import select_region
     cache = CodeCache(str(tmp_path))
     jit, compiled, main, fc = _attached(LOOP, cache)
     header = fc.loops[0].header
-    from bril.backend.regions import select_region
     blocks, entries = select_region(fc, header)[0]
     ukey = jitcache.unit_key(compiled.linked, "region", main, blocks, entries, 2)
-    with building(cache, ukey):
-        assert being_built(cache, ukey)
+    held = ukey if lock == "unit" else AFTER_RUN + jit.profile_key
+    with building(cache, held):
+        assert being_built(cache, held)
         jit._ask_region(main, header)
         # (not asked again: this run waits for the other build to land)
         assert (main, header) in jit.waiting and not jit.asking and jit.server is None
@@ -120,32 +127,7 @@ def test_a_unit_another_process_is_building_is_waited_for(tmp_path):
     jit._land()
     region = jit.regions[(main, header)]
     assert isinstance(region, LoopRegion) and region.address is not None
-    assert not being_built(cache, ukey)
-
-
-def test_a_unit_asked_while_a_server_builds_the_last_runs_hot_code_is_waited_for(tmp_path):
-    # The run before this one ended; its server now builds what that run found hot
-    # (most often what this run asks for): wait for it rather than start a second
-    # server, whose start alone takes longer than that build.
-    from bril.backend.jit_server import AFTER_RUN
-    from bril.backend.regions import select_region
-    cache = CodeCache(str(tmp_path))
-    jit, compiled, main, fc = _attached(LOOP, cache)
-    header = fc.loops[0].header
-    blocks, entries = select_region(fc, header)[0]
-    ukey = jitcache.unit_key(compiled.linked, "region", main, blocks, entries, 2)
-    with building(cache, AFTER_RUN + jit.profile_key):
-        jit._ask_region(main, header)
-        assert (main, header) in jit.waiting and not jit.asking and jit.server is None
-        jit._land()
-        assert (main, header) in jit.waiting
-        module, meta = jitcache.lower_region_unit(compiled.linked, fc, blocks, entries,
-                                                  "bril.unit")[:2]
-        assert jitcache.keep_unit(cache, ukey, module, meta, 2)
-    jit._land()
-    region = jit.regions[(main, header)]
-    assert isinstance(region, LoopRegion) and region.address is not None
-    assert jit.server is None
+    assert not being_built(cache, held) and jit.server is None
 
 
 def test_a_lock_that_only_marks_work_is_never_waited_for(tmp_path):
