@@ -51,6 +51,7 @@ from .jit_policy import ShortSwitches
 from .jit_policy import DEFAULT_HOT
 from .regions import select_region
 from ..ir.values import UNDEF
+from ..native_runtime.pynames import function_index
 from ..native_runtime.resume import (Slots, decode_result, encode_arguments, get_tagged, json_type,
                                      marshal_source, put_tagged)
 
@@ -458,7 +459,7 @@ class Jit:
         depth = 0
         while frame is not None and depth < SAMPLE_DEPTH:
             code = frame.f_code
-            index = _function_index(code)
+            index = function_index(code)
             if index is not None:
                 frames.append((index, frame, code))
                 seen.add(index)
@@ -1339,15 +1340,6 @@ class _Counter(dict):
 
     def __missing__(self, key):
         return 0
-
-
-def _function_index(code):
-    """The Bril function number of generated code (`F<index>_...`), or None."""
-    name = code.co_name
-    if name[:1] != "F" or not code.co_filename.startswith("<bril"):
-        return None
-    digits = name[1:].split("_", 1)[0]
-    return int(digits) if digits.isdigit() else None
 
 
 def _unit_report(obj):

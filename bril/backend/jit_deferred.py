@@ -123,8 +123,9 @@ class DeferredJit:
 
 def _in_generated_code(frame, depth=64):
     """Is this stack (its innermost `depth` frames) running generated code?"""
+    from ..native_runtime.pynames import function_index
     while frame is not None and depth:
-        if frame.f_code.co_filename.startswith("<bril @"):     # (not "<bril cold")
+        if function_index(frame.f_code) is not None:
             return True
         frame = frame.f_back
         depth -= 1

@@ -15,6 +15,17 @@ def function_name(index, name):
     return f"F{index}_{escape(name)[:40]}"
 
 
+def function_index(code):
+    """The Bril function number of a code object of generated code (`F<index>_...`,
+    from a file named `<bril @NAME VARIANT>`), or None for any other code (the cold
+    tier's templates are `<bril cold ...>`)."""
+    name = code.co_name
+    if name[:1] != "F" or not code.co_filename.startswith("<bril @"):
+        return None
+    digits = name[1:].split("_", 1)[0]
+    return int(digits) if digits.isdigit() else None
+
+
 VARIANT_SUFFIX = {"normal": "", "generic": "__generic", "entry": "__entry", "jit": "__jit",
                   "jitx": "__jitx", "record": "__record", "resume": "__resume"}
 
