@@ -70,20 +70,25 @@ def test_brili_writes_the_types_the_any_parameters_held(tmp_path):
     src = json.dumps(parse_program(FLIP)).encode()
     done = _tool("brili", "--write-profile", str(path), "-p", "50", "100", stdin=src)
     assert done.returncode == 0 and done.stdout == b"150\n"
-    # (x is 3 in every call, and the flag false: values the calls pass unchanged)
+    # (x is 3 in every call, and the flag false: values the calls pass unchanged;
+    # at @main's loop header, the `any` variables live there held ints)
     assert json.loads(path.read_text()) == {
         "bril-type-profile": 1,
         "functions": {"step": {"kinds": [{"acc": "int", "x": "int"}],
-                               "values": {"fl": False, "x": 3}}}}
+                               "values": {"fl": False, "x": 3}},
+                      "main": {"kinds": [], "loops": {"loop": [{"acc": "int", "x": "int"}]}}}}
     # Floats from the first call on: a float is no value a profile keeps.
     done = _tool("brili", "--write-profile", str(path), "50", "0", stdin=src)
     assert json.loads(path.read_text())["functions"] == {
-        "step": {"kinds": [{"acc": "float", "x": "float"}], "values": {"fl": True}}}
+        "step": {"kinds": [{"acc": "float", "x": "float"}], "values": {"fl": True}},
+        "main": {"kinds": [], "loops": {"loop": [{"acc": "float", "x": "float"}]}}}
     # Types that changed in the run: a set for each phase, the longer first; and
     # the values no longer nearly always the same.
     done = _tool("brili", "--write-profile", str(path), "50", "30", stdin=src)
     assert json.loads(path.read_text())["functions"] == {
-        "step": {"kinds": [{"acc": "int", "x": "int"}, {"acc": "float", "x": "float"}]}}
+        "step": {"kinds": [{"acc": "int", "x": "int"}, {"acc": "float", "x": "float"}]},
+        "main": {"kinds": [], "loops": {"loop": [{"acc": "int", "x": "int"},
+                                                 {"acc": "float", "x": "float"}]}}}
 
 
 def test_a_value_nearly_every_call_passes_is_profiled_and_speculated_on(tmp_path):
@@ -146,6 +151,49 @@ def test_an_executable_for_a_profile_takes_the_generic_code_when_types_differ(tm
         want_out, want_count, _ = run_outcome(prog, args)
         got = run_native(built, args)
         assert (got.stdout, got.stderr) == (want_out, f"total_dyn_inst: {want_count}\n"), args
+
+
+def test_a_loop_whose_values_change_kind_keeps_a_copy_for_each_kind(tmp_path):
+    """The kinds at a loop header (ints, then floats after iteration `flip`) are in
+    the profile; the executable keeps a copy of the loop for each, its tag tests
+    folded, entered from every edge into the header whose values have those kinds
+    (the generic loop otherwise), and runs exactly: each phase, neither, both, and
+    an error met inside a copy."""
+    prog = parse_program(program_text("type_profile/phase_loop"))
+    profile = profile_of(prog, [40, 20, -1])
+    assert profile["functions"] == {"main": {"kinds": [], "loops": {"loop": [
+        {"acc": "int", "step": "int", "x": "int"},
+        {"acc": "float", "step": "float", "x": "float"}]}}}
+    found = type_profile.read_data(profile, "test")
+    lowering = llvm_lower.ProgramLowering(link(prog),
+                                          assumptions=llvm_lower.assumptions_of(found))
+    module = lowering.lower()
+    (main,) = lowering.infos.values()
+    ((header, (combos, body)),) = main.versions.items()
+    assert main.blocks[header].label == "loop" and len(combos) == 2 and len(body) == 8
+    built = Built(exe=tmp_path / "phase_loop")
+    native.build_executable(module, built.exe)
+    for args in ([40, 20, -1], [40, 0, -1], [40, 100, -1], [7, 3, -1], [40, 20, 25],
+                 [40, 20, 10]):
+        want_out, want_count, want_error = run_outcome(prog, args)
+        got = run_native(built, args)
+        assert got.stdout == want_out, args
+        assert got.stderr == (f"error: {want_error}\n" if want_error is not None
+                              else f"total_dyn_inst: {want_count}\n"), args
+
+
+def test_the_profile_a_run_gives_its_executable_has_the_kinds_where_loops_moved():
+    """Without --write-profile, a run knows the kinds its loops held where they moved
+    to generated code (`type_profile.seen`: for the program's executable the
+    compile server builds): both phases of the loop, the second found after the
+    generated code's test at the header failed and the loop moved again."""
+    prog = parse_program(program_text("type_profile/phase_loop"))
+    seen = []
+    interp.run(prog, ["40", "20", "-1"], out=io.StringIO(), promote_after=5,
+               observe=lambda compiled: seen.append(type_profile.seen(compiled)))
+    assert seen[0]["functions"] == {"main": {"kinds": [], "loops": {"loop": [
+        {"acc": "int", "step": "int", "x": "int"},
+        {"acc": "float", "step": "float", "x": "float"}]}}}
 
 
 def _family_builds(tmp_path):
@@ -243,6 +291,10 @@ def test_where_a_call_knows_the_tags_it_passes_the_variant_is_inlined(tmp_path):
      'parameter a of f has no type a profile can hold: "any"'),
     ('{"bril-type-profile": 1, "functions": {"f": {"kinds": [{"a": {"ptr": {"ptr": "int"}}}]}}}',
      "parameter a of f has no type"),
+    ('{"bril-type-profile": 1, "functions": {"f": {"kinds": [], "loops": [1]}}}',
+     'the "loops" of f must map labels to lists of objects'),
+    ('{"bril-type-profile": 1, "functions": {"f": {"kinds": [], "loops": {"l": [{"a": "any"}]}}}}',
+     'variable a at .l in f has no type a profile can hold: "any"'),
     ('{"bril-type-profile": 1, "functions": {"f": {"kinds": [], "values": {"n": 1.5}}}}',
      'the "values" of f must be an object of bools and 64-bit ints'),
     ('{"bril-type-profile": 1, "functions": {"f": {"kinds": [], "values": {"n": 9223372036854775808}}}}',

@@ -87,6 +87,8 @@ SCALARS = {"int": I64, "bool": I1, "float": F64, "char": I32}
 MAX_PTR_DEPTH = ((1 << CELL_RID_SHIFT) - max(TAG_BASES.values())) // TAG_PTR_STEP - 1
 # The interpreter's limit on nested calls (bril.interpreter.interp.MAX_CALL_DEPTH; brilrt.c too).
 MAX_CALL_DEPTH = 200_000
+# Instructions a function's loop copies (`LoweredFunction._loop_versions`) may add.
+VERSIONED_INSTRS = 2000
 
 
 class Unsupported(BrilError):
@@ -1071,7 +1073,7 @@ class LoweredFunction:
     blocks, definedness, its LLVM signature."""
 
     def __init__(self, index, func, module, count, symbol=None, main=False, assumed=None,
-                 constants=None, generic=None, number=0):
+                 constants=None, generic=None, number=0, loops=None):
         self.index = index
         self.func = func
         self.name = func.get("name", "")
@@ -1119,6 +1121,7 @@ class LoweredFunction:
             self.ret_repr = "any"
         self.has_spec = self.types.has_spec
         self.count = count
+        self.versions = self._loop_versions(loops or {})
         ret = llvm_type(self.ret_repr) if self.ret_repr is not None else VOID
         params = [llvm_type(self.var_types[p]) for p in self.params]
         # `symbol`: an externally visible name (the JIT shares compiled functions
@@ -1128,6 +1131,49 @@ class LoweredFunction:
                                 symbol or f"bril.{index}.{self.name}{suffix}")
         if symbol is None:
             self.llvm.linkage = "internal"
+
+    def _loop_versions(self, loops):
+        """{loop header (block index): ([{variable: type key}, ...], the loop's blocks)}:
+        the copies of loops kept for the kinds of `any` values a profile saw at their
+        headers (`loops`: {label: [{variable: type key}, ...]}).  A combination keeps
+        the variables held tagged, certainly assigned and live there, whose kind the
+        tag analysis does not know; a loop is copied only while the copies stay
+        within VERSIONED_INSTRS in all."""
+        if not loops or self.has_spec or not self.types.precise or any(
+                instr.get("op") in ("phi", "set", "get") for b in self.blocks
+                for instr in b.instrs):
+            return {}
+        from ..analysis.blocks import block_graph
+        from ..analysis.cfg import natural_loops
+        by_label = {b.label: b.index for b in self.blocks if b.label is not None}
+        bodies = {loop.header: loop.body for loop in natural_loops(block_graph(self.blocks))}
+        room = VERSIONED_INSTRS
+        found = {}
+        for label, combos in sorted(loops.items()):
+            h = by_label.get(label)
+            st = self.types.block_in[h] if h in bodies else None
+            if st is None:
+                continue
+            live = self.types.live_at(h)
+            kept = []
+            for combo in combos:
+                mine = {}
+                for var, key in sorted(combo.items()):
+                    tags = st.types.get(var)
+                    if self.var_types.get(var) != "any" or var not in st.bound or (
+                            live is not None and var not in live) or tags == {_tag_of(key)}:
+                        continue
+                    if tags is not None and _tag_of(key) not in tags and "?" not in tags:
+                        mine = None         # (never so: the analysis says otherwise)
+                        break
+                    mine[var] = key
+                if mine and mine not in kept:
+                    kept.append(mine)
+            size = sum(self.blocks[bi].size for bi in bodies[h]) * len(kept)
+            if kept and size <= room:
+                room -= size
+                found[h] = (kept, bodies[h])
+        return found
 
     def _type(self, typ, what):
         key = type_key(typ)
@@ -1390,20 +1436,66 @@ class FunctionLowering(Lowering):
         bld.store(deeper, depth)
         self.llvm_blocks = [self.fn.append_basic_block(f"b{b.index}" + (
             f".{b.label}" if b.label else "")) for b in info.blocks]
+        # Copies of loops (`LoweredFunction.versions`): each entered through
+        # `enter` blocks that retag its variables with their kinds, constants LLVM
+        # folds the tag tests with; every edge into a copied loop's header tests
+        # the kinds and goes to the copy they match, else to the generic loop.
+        self.version = None             # (header, its loop's blocks, the copy's blocks)
+        self.copies = {}                # (header, k) -> (enter block, {block index: block})
+        for h, (combos, body) in sorted(info.versions.items()):
+            for k in range(len(combos)):
+                self.copies[h, k] = (self.fn.append_basic_block(f"v{h}.{k}.enter"), {
+                    bi: self.fn.append_basic_block(f"v{h}.{k}.b{bi}") for bi in sorted(body)})
         self.store_written()
-        bld.branch(self.llvm_blocks[0])
+        bld.branch(self.target(0))
         for b in info.blocks:
-            self.begin_block(b, self.llvm_blocks[b.index])
-            for instr in b.instrs:
-                self.lower_instr(instr)
-            if b.term is None and not bld.block.is_terminated:
-                if b.falls_off:
-                    self.implicit_return()
-                else:
-                    self.store_written()
-                    bld.branch(self.llvm_blocks[b.succs[0]])
-            elif not bld.block.is_terminated:
-                bld.unreachable()       # after an error in the terminator itself
+            self.lower_block(b, self.llvm_blocks[b.index])
+        for (h, k), (enter, copy) in sorted(self.copies.items(), key=lambda item: item[0]):
+            combo, body = info.versions[h][0][k], info.versions[h][1]
+            bld.position_at_end(enter)
+            for var, key in sorted(combo.items()):
+                slot = self.slots[var]
+                bld.store(bld.insert_value(bld.load(slot, typ=TAGGED),
+                                           const_int(value_tag(key)), 0), slot)
+            bld.branch(copy[h])
+            self.version = (h, body, copy)
+            for bi in sorted(body):
+                self.lower_block(info.blocks[bi], copy[bi])
+            self.version = None
+
+    def lower_block(self, b, llvm_block):
+        bld = self.b
+        self.begin_block(b, llvm_block)
+        for instr in b.instrs:
+            self.lower_instr(instr)
+        if b.term is None and not bld.block.is_terminated:
+            if b.falls_off:
+                self.implicit_return()
+            else:
+                self.store_written()
+                bld.branch(self.target(b.succs[0]))
+        elif not bld.block.is_terminated:
+            bld.unreachable()       # after an error in the terminator itself
+
+    def dispatch(self, h):
+        """A block sending an edge into copied loop header h to the copy whose kinds
+        the variables hold, else to the generic header (slots stored)."""
+        bld = self.b
+        here = bld.block
+        first = self.new_block(f"dispatch{h}")
+        bld.position_at_end(first)
+        for k, combo in enumerate(self.info.versions[h][0]):
+            ok = None
+            for var, key in sorted(combo.items()):
+                tag = bld.extract_value(bld.load(self.slots[var], typ=TAGGED), 0)
+                same = bld.icmp_unsigned("==", tag, const_int(value_tag(key)))
+                ok = same if ok is None else bld.and_(ok, same)
+            other = self.new_block(f"dispatch{h}.not{k}")
+            bld.cbranch(ok, self.copies[h, k][0], other)
+            bld.position_at_end(other)
+        bld.branch(self.llvm_blocks[h])
+        bld.position_at_end(here)
+        return first
 
     def dispatch_to_variants(self, variants):
         """The body of the function callers call: the call of the first variant whose
@@ -1537,6 +1629,11 @@ class FunctionLowering(Lowering):
     def target(self, t):
         """The LLVM block for a jump to block index t, or to a block raising t's error."""
         if isinstance(t, int):
+            v = self.version
+            if v is not None and t != v[0] and t in v[1]:
+                return v[2][t]              # (within a loop's copy)
+            if t in self.info.versions:
+                return self.dispatch(t)
             return self.llvm_blocks[t]
         here = self.b.block
         bad = self.new_block("badlabel")
@@ -1793,16 +1890,18 @@ class ProgramLowering:
         self._pointer_types = None
         # function name -> ([{`any` parameter: a type key}: the types its calls are
         # assumed to pass, each set a variant], {int or bool parameter: the value
-        # they are assumed to pass})
+        # they are assumed to pass}, {loop header label: [{`any` variable: a type
+        # key}: the types it is assumed to hold there, each set a copy of the loop]})
         self.assumptions = assumptions or {}
         self.variants_of = {}                   # index -> [LoweredFunction]
 
     def info(self, index):
         info = self.infos.get(index)
         if info is None:
-            info = self.infos[index] = LoweredFunction(index, self.linked.functions[index],
-                                                    self.module, self.count,
-                                                    main=index == self.main_index)
+            func = self.linked.functions[index]
+            info = self.infos[index] = LoweredFunction(
+                index, func, self.module, self.count, main=index == self.main_index,
+                loops=self.assumptions.get(func.get("name", ""), ((), {}, {}))[2])
             self.declared.append(index)
         return info
 
@@ -1816,7 +1915,7 @@ class ProgramLowering:
         found = self.variants_of.get(info.index)
         if found is None:
             found = self.variants_of[info.index] = []
-            kind_sets, values = self.assumptions.get(info.name, ([], {}))
+            kind_sets, values, loops = self.assumptions.get(info.name, ([], {}, {}))
             if self.is_main(info) or info.has_spec:
                 return found
             kind_sets = [{p: key for p, key in kinds.items() if info.declared.get(p) == "any"}
@@ -1834,7 +1933,7 @@ class ProgramLowering:
                     (kinds, {}) for kinds in kind_sets]:
                 found.append(LoweredFunction(info.index, info.func, self.module, self.count,
                                              assumed=assume, constants=consts, generic=info,
-                                             number=len(found)))
+                                             number=len(found), loops=loops))
         return found
 
     @staticmethod
@@ -1924,10 +2023,13 @@ def lower_linked(linked, *, count=True, profile=None):
 
 def assumptions_of(profile):
     """`ProgramLowering`'s assumptions from a type profile (`type_profile.read`):
-    {function name: ([{parameter: type key}, ...], {parameter: int or bool})}."""
-    return {name: ([{p: key for p, typ in params.items() if (key := type_key(typ)) is not None}
-                    for params in kinds], values)
-            for name, (kinds, values) in profile.items()}
+    {function name: ([{parameter: type key}, ...], {parameter: int or bool},
+    {loop header label: [{variable: type key}, ...]})}."""
+    def keys(sets):
+        return [{v: key for v, typ in kinds.items() if (key := type_key(typ)) is not None}
+                for kinds in sets]
+    return {name: (keys(kinds), values, {label: keys(sets) for label, sets in loops.items()})
+            for name, (kinds, values, loops) in profile.items()}
 
 
 def lower_program(prog, *, base_dir=None, lib_dirs=(), filename=None, count=True,

@@ -40,9 +40,9 @@ from .heap import (load_lines, native_load_lines, native_store_lines, ptradd_lin
 from ..ir.ops import HELPERS as OP_HELPERS, INT_MAX, INT_MIN, OPS
 from ..ir.messages import (ARGUMENT_MISMATCH, DECLARATION_MISMATCH, RESULT_MISMATCH,
                            UNTYPED_DEST, VALUE_WITHOUT_DEST, VOID_IN_VALUE_CALL)
-from ..ir.support import (ARG_COUNTS, CHECK_FUNCTIONS, CHECKERS, KIND_CHECK, argcount_message,
-                          arity_message, call_funcs_message, decl_kind, nonvoid_message,
-                          operand_message, unknown_type_message, SCALAR_KIND)
+from ..ir.support import (ARG_COUNTS, CHECK_FUNCTIONS, CHECKERS, KIND_CHECK, any_variables,
+                          argcount_message, arity_message, call_funcs_message, decl_kind,
+                          nonvoid_message, operand_message, unknown_type_message, SCALAR_KIND)
 from ..ir.values import UNDEF, UNSET, const_value, format_value, js_type_text, type_cmp
 
 # A function is promoted to generated Python once it has run this many times its
@@ -80,6 +80,17 @@ def value_kind(v):
     return _KINDS.get(type(v)) or _pointer_kind(v)
 
 
+def _live_any_variables(cf, header):
+    """The variables declared `any` live at block `header` of cf, sorted (a type
+    profile's loop kinds: only what the loop reads matters)."""
+    from ..analysis import typecheck as tc
+    if cf.live_types is None:
+        cf.live_types = tc.infer(cf.func, cf.blocks)
+    live = cf.live_types.live_at(header)
+    return sorted(n for n in any_variables(cf.func) if isinstance(n, str)
+                  and (live is None or n in live))
+
+
 def _pointer_kind(v):
     """"ptr:K" for a heap pointer (a tuple whose last item is its region), else None."""
     if type(v) is tuple and len(v) == 3:
@@ -96,7 +107,8 @@ class ColdFunction:
 
     __slots__ = ("index", "func", "name", "params", "blocks", "codes", "work", "budget",
                  "cold_budget", "fast", "osr_headers", "has_phi", "size", "record_names",
-                 "any_params", "seen", "kind_sets", "value_params", "values", "calls")
+                 "any_params", "seen", "kind_sets", "value_params", "values", "calls",
+                 "header_sets", "live_types")
 
     def __init__(self, index, func):
         self.index = index
@@ -130,6 +142,13 @@ class ColdFunction:
                              if p.get("type") in ("int", "bool", "any")]
         self.values = {}
         self.calls = 0
+        # When profiling: at each loop header (a backward jump's target, a block
+        # index), how many arrivals found each combination of kinds in the `any`
+        # variables live there ({header: [names, {(kind, ...): arrivals}]}, the
+        # combinations MIXED past VALUES_KEPT): a phase-changing loop's kinds
+        # (native code keeps a copy of the loop for each, `bril.backend.llvm_lower`)
+        self.header_sets = {}
+        self.live_types = None      # (the typing whose liveness says what is live there)
 
 
 class ColdEngine:
@@ -220,6 +239,24 @@ class ColdEngine:
             else:
                 counts[key] = counts.get(key, 0) + 1
 
+    @staticmethod
+    def _profile_header(cf, header, env):
+        """Count the kinds the `any` variables live at loop header `header` hold as
+        a backward jump arrives there (`ColdFunction.header_sets`)."""
+        seen = cf.header_sets.get(header)
+        if seen is None:
+            seen = cf.header_sets[header] = [_live_any_variables(cf, header), {}]
+        names, sets = seen
+        if sets is MIXED or not names:
+            return
+        kinds = tuple(value_kind(env.get(name)) for name in names)
+        if kinds in sets:
+            sets[kinds] += 1
+        elif len(sets) < VALUES_KEPT:
+            sets[kinds] = 1
+        else:
+            seen[1] = MIXED
+
     def _ready(self, cf, header=None, env=None):
         """cf ran past its budget (at a call, or at a backward jump to `header` with
         the variables `env`): is it promoted now?  At the first, warm budget (a code
@@ -267,6 +304,8 @@ class ColdEngine:
                     # A backward jump: the place to count work and move to generated code.
                     cf.work += n - mark
                     mark = n
+                    if self.profiling:
+                        self._profile_header(cf, t, env)
                     if (cf.work > cf.budget and self.promote_enabled and not env.get(_SPEC_KEY)
                             and (seek is None or t in seek) and self._ready(cf, t, env)):
                         entry = self._osr_entry(cf, t)

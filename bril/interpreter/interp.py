@@ -44,7 +44,7 @@ from . import heap as heapmod
 from ..ir.linker import link
 from ..native_runtime.pynames import function_name, shadow_name, var_name, variant_name
 from ..ir.ops import HELPERS as OP_HELPERS
-from ..ir.support import CHECK_FUNCTIONS, SCALAR_KIND
+from ..ir.support import CHECK_FUNCTIONS, SCALAR_KIND, any_variables
 from ..ir.values import UNDEF, MISSING, format_float, format_value, kind_of, parse_main_args
 
 # Nested Bril calls allowed before "recursion too deep" (the reference, on a 1 MB
@@ -53,6 +53,8 @@ MAX_CALL_DEPTH = 200_000
 # Python frames allowed beyond that for activations in the cold tier (three frames a
 # call; a function is promoted after a few hundred calls at most).
 COLD_FRAMES = 30_000
+# Sets of kinds kept per loop header for the program's executable (`header_history`).
+HEADER_KINDS_KEPT = 4
 THREAD_STACK = 512 * 1024 * 1024
 
 
@@ -123,6 +125,10 @@ class CompiledProgram:
         self.despecialized = set()  # functions bound to their generic variants (`miss`)
         self.respecialized = {}     # function index -> {param: kind} it was regenerated for
         self.header_seen = {}       # function index -> {loop header: {variable: kind}}
+        # function index -> {loop header: [{variable: kind}, ...]}: each set of kinds
+        # `saw_at_header` saw there in the run (HEADER_KINDS_KEPT at most), for the
+        # program's executable (`bril.interpreter.type_profile.seen`)
+        self.header_history = {}
         self._any_vars = {}         # function index -> its variables declared `any`
         self.loops_respecialized = set()    # functions `deopt` regenerated
         self.cache = None           # a bril.cache.codecache.CodeCache for generated code
@@ -274,6 +280,26 @@ class CompiledProgram:
         return cf.calls, [({n: k for n, k in zip(names, kinds) if k is not None}, calls)
                           for kinds, calls in cf.kind_sets.items()]
 
+    def observed_header_sets(self, index):
+        """{loop header label: (arrivals, [({`any` variable live there: kind}, arrivals
+        that found those kinds), ...])} of the backward jumps the cold tier ran in
+        function `index` while profiling (`ColdFunction.header_sets`; a header that
+        saw many combinations is left out)."""
+        cold = self.__dict__.get("_cold")
+        cf = cold.functions.get(index) if cold is not None else None
+        if cf is None:
+            return {}
+        from .cold import MIXED
+        out = {}
+        for header, (names, sets) in sorted(cf.header_sets.items()):
+            label = cf.blocks[header].label
+            if sets is MIXED or label is None:
+                continue
+            out[label] = (sum(sets.values()), [
+                ({n: k for n, k in zip(names, kinds) if k is not None}, arrivals)
+                for kinds, arrivals in sets.items()])
+        return out
+
     def observed_values(self, index):
         """(calls, {parameter: {int or bool: calls that passed it}}) of the calls the
         cold tier ran of function `index` (`ColdFunction.values`; a parameter that
@@ -295,10 +321,24 @@ class CompiledProgram:
         key of a typed program between runs.)"""
         names = self._any_vars.get(index)
         if names is None:
-            names = self._any_vars[index] = _any_variables(self.linked.functions[index])
+            names = self._any_vars[index] = any_variables(self.linked.functions[index])
         kinds = {k: SCALAR_KIND.get(type(v)) for k, v in env.items() if k in names}
-        self.header_seen.setdefault(index, {})[header] = {
-            k: kind for k, kind in kinds.items() if kind is not None}
+        kinds = {k: kind for k, kind in kinds.items() if kind is not None}
+        self.header_seen.setdefault(index, {})[header] = kinds
+        history = self.header_history.setdefault(index, {}).setdefault(header, [])
+        if kinds and kinds not in history and len(history) < HEADER_KINDS_KEPT:
+            history.append(kinds)
+
+    def loop_kinds_history(self, index):
+        """{loop header label: [{variable: kind}, ...]}: every set of kinds
+        `saw_at_header` saw at the loop headers of function `index`."""
+        from ..analysis.blocks import build_blocks
+        history = self.header_history.get(index)
+        if not history:
+            return {}
+        blocks = build_blocks(self.linked.functions[index])
+        return {blocks[h].label: list(sets) for h, sets in sorted(history.items())
+                if blocks[h].label is not None}
 
     def loop_kinds_seen(self, index):
         """((header, ((variable, kind), ...)), ...): what `saw_at_header` saw of
@@ -668,14 +708,6 @@ _DEOPT_TARGETS = {"deopt": "resume", "deoptx": "jitx"}
 
 def _no_event(*args):
     pass
-
-
-def _any_variables(func):
-    """The names func declares `any` (parameters and destinations)."""
-    names = {p.get("name") for p in func.get("args") or () if p.get("type") == "any"}
-    names.update(i.get("dest") for i in func.get("instrs") or () if i.get("type") == "any")
-    names.discard(None)
-    return names
 
 
 def _frame_values(func, frame):

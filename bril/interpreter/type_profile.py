@@ -1,5 +1,6 @@
 """Type profiles: the types the `any` parameters of a program's functions held in a
-run, and the parameters every call passed one value.
+run, the parameters every call passed one value, and the types the `any` variables
+held at loop headers.
 
     brili --write-profile FILE ...      writes one (`observed`, `write`)
     brilc --profile FILE                compiles a variant of each function for them
@@ -10,14 +11,19 @@ A profile is JSON, for a program:
     {"bril-type-profile": 1,
      "functions": {"ack": {"kinds": [{"m": "int", "calls": {"ptr": "any"}}]},
                    "step": {"kinds": [{"a": "int"}, {"a": "float"}]},
-                   "place": {"kinds": [], "values": {"n": 8}}}}
+                   "place": {"kinds": [], "values": {"n": 8}},
+                   "main": {"kinds": [], "loops": {"loop": [{"acc": "int", "x": "int"},
+                                                            {"acc": "float", "x": "float"}]}}}}
 
 "kinds" lists the types the `any` parameters held together, each combination
 that at least KINDS_SHARE of the calls the interpreter's first tier
 (`bril.interpreter.cold`) ran passed (KINDS_KEPT at most, the most common first:
 a program whose values change kind at a phase of the run has one per phase).
 Under "values", an int or bool parameter that held one value in nearly all such
-calls (VALUE_SHARE, VALUE_CALLS).  `brili --write-profile` keeps every function
+calls (VALUE_SHARE, VALUE_CALLS).  Under "loops", by loop header label, the kinds
+the `any` variables live there held together as the loop came round, each
+combination found by at least KINDS_SHARE of the arrivals (KINDS_KEPT at most):
+native code keeps a copy of the loop for each, its variables' types known there.  `brili --write-profile` keeps every function
 in that tier for the whole run, so that every call is seen (a slower run: write
 profiles on small inputs).  A profile only
 steers speed: code compiled for it checks the types and values at each entry
@@ -59,13 +65,14 @@ def observed(compiled):
     functions = {}
     for index, func in enumerate(compiled.linked.functions):
         calls, sets = compiled.observed_kind_sets(index)
-        kinds = []
-        for kind_set, n in sorted(sets, key=lambda item: -item[1]):
-            typed = {name: typ for name, kind in sorted(kind_set.items())
-                     if (typ := _json_type(kind)) is not None}
-            if n >= KINDS_SHARE * calls and typed and len(kinds) < KINDS_KEPT:
-                kinds.append(typed)
-        entry = {"kinds": kinds}
+        entry = {"kinds": _shared(sets, calls)}
+        loops = {}
+        for label, (arrivals, sets) in compiled.observed_header_sets(index).items():
+            found = _shared(sets, arrivals)
+            if found:
+                loops[label] = found
+        if loops:
+            entry["loops"] = loops
         calls, counts = compiled.observed_values(index)
         values = {}
         for name, seen in sorted(counts.items()):
@@ -74,22 +81,42 @@ def observed(compiled):
                 values[name] = value
         if values:
             entry["values"] = values
-        if kinds or values:
+        if entry["kinds"] or values or loops:
             functions[func.get("name", "")] = entry
     return {FORMAT: VERSION, "functions": functions}
 
 
+def _shared(sets, total):
+    """The combinations of kinds ([({name: kind}, times seen), ...]) seen at least
+    KINDS_SHARE of `total` times, as Bril types, the most common first (KINDS_KEPT at
+    most; the names whose kind has no type left out)."""
+    found = []
+    for kind_set, n in sorted(sets, key=lambda item: -item[1]):
+        typed = {name: typ for name, kind in sorted(kind_set.items())
+                 if (typ := _json_type(kind)) is not None}
+        if n >= KINDS_SHARE * total and typed and len(found) < KINDS_KEPT \
+                and typed not in found:
+            found.append(typed)
+    return found
+
+
 def seen(compiled):
     """A profile (a dict) of the one kind each `any` parameter held in every call the
-    first tier of a run of `compiled` ran (`CompiledProgram.observed_kinds`): what
-    any run knows without `--write-profile`'s counting (for the program's
-    executable, `bril.backend.program_exe`)."""
+    first tier of a run of `compiled` ran (`CompiledProgram.observed_kinds`), and the
+    kinds the `any` variables held where a loop moved to generated code
+    (`CompiledProgram.loop_kinds_history`): what any run knows without
+    `--write-profile`'s counting (for the program's executable,
+    `bril.backend.program_exe`)."""
     functions = {}
     for index, func in enumerate(compiled.linked.functions):
         kinds = {name: typ for name, kind in sorted(compiled.observed_kinds(index).items())
                  if (typ := _json_type(kind)) is not None}
-        if kinds:
-            functions[func.get("name", "")] = {"kinds": [kinds]}
+        loops = compiled.loop_kinds_history(index)
+        entry = {"kinds": [kinds] if kinds else []}
+        if loops:
+            entry["loops"] = loops
+        if kinds or loops:
+            functions[func.get("name", "")] = entry
     return {FORMAT: VERSION, "functions": functions}
 
 
@@ -100,9 +127,9 @@ def write(path, profile):
 
 
 def read(path):
-    """{function name: ([{parameter: Bril type (JSON)}, ...], {parameter: int or bool})}
-    from a profile file; a BrilError (one line) if it cannot be read or is not a
-    profile."""
+    """{function name: ([{parameter: Bril type (JSON)}, ...], {parameter: int or bool},
+    {loop header label: [{variable: Bril type (JSON)}, ...]})} from a profile file; a
+    BrilError (one line) if it cannot be read or is not a profile."""
     import json
     try:
         data = json.loads(read_bytes(path, "profile"))
@@ -125,20 +152,33 @@ def read_data(data, path):
         if not isinstance(kinds, list) or not all(isinstance(k, dict) for k in kinds):
             raise BrilError(f"profile {path}: function {name} needs \"kinds\", a list of "
                             f"objects")
-        for params in kinds:
-            for param, typ in params.items():
-                if _kind_of(typ) is None:
-                    import json
-                    raise BrilError(f"profile {path}: parameter {param} of {name} has no "
-                                    f"type a profile can hold: {json.dumps(typ)}")
+        _check_kinds(kinds, path, f"parameter {{}} of {name}")
+        loops = entry.get("loops", {})
+        if not isinstance(loops, dict) or not all(
+                isinstance(sets, list) and all(isinstance(k, dict) for k in sets)
+                for sets in loops.values()):
+            raise BrilError(f"profile {path}: the \"loops\" of {name} must map labels to "
+                            f"lists of objects")
+        for label, sets in loops.items():
+            _check_kinds(sets, path, f"variable {{}} at .{label} in {name}")
         values = entry.get("values", {})
         if not isinstance(values, dict) or any(
                 type(v) is not bool and (type(v) is not int or not INT_MIN <= v <= INT_MAX)
                 for v in values.values()):
             raise BrilError(f"profile {path}: the \"values\" of {name} must be an object "
                             f"of bools and 64-bit ints")
-        found[name] = ([dict(params) for params in kinds], dict(values))
+        found[name] = ([dict(params) for params in kinds], dict(values),
+                       {label: [dict(k) for k in sets] for label, sets in loops.items()})
     return found
+
+
+def _check_kinds(sets, path, what):
+    for kinds in sets:
+        for name, typ in kinds.items():
+            if _kind_of(typ) is None:
+                import json
+                raise BrilError(f"profile {path}: {what.format(name)} has no type a "
+                                f"profile can hold: {json.dumps(typ)}")
 
 
 def _kind_of(typ):

@@ -101,3 +101,11 @@ def unknown_type(v, text):
 CHECK_FUNCTIONS = {"_cint": cint, "_cbool": cbool, "_cfloat": cfloat, "_cchar": cchar,
                    "_cptr": cptr, "_unknown_type": unknown_type}
 KIND_CHECK = {kind: CHECK_FUNCTIONS[name] for kind, name in CHECKERS.items()}
+
+
+def any_variables(func):
+    """The names func declares `any` (parameters and destinations)."""
+    names = {p.get("name") for p in func.get("args") or () if p.get("type") == "any"}
+    names.update(i.get("dest") for i in func.get("instrs") or () if i.get("type") == "any")
+    names.discard(None)
+    return names
