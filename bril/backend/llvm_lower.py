@@ -1449,7 +1449,7 @@ class FunctionLowering(Lowering):
         self.store_written()
         bld.branch(self.target(0))
         for b in info.blocks:
-            self.lower_block(b, self.llvm_blocks[b.index])
+            self.emit_block(b, self.llvm_blocks[b.index])
         for (h, k), (enter, copy) in sorted(self.copies.items(), key=lambda item: item[0]):
             combo, body = info.versions[h][0][k], info.versions[h][1]
             bld.position_at_end(enter)
@@ -1460,10 +1460,11 @@ class FunctionLowering(Lowering):
             bld.branch(copy[h])
             self.version = (h, body, copy)
             for bi in sorted(body):
-                self.lower_block(info.blocks[bi], copy[bi])
+                self.emit_block(info.blocks[bi], copy[bi])
             self.version = None
 
-    def lower_block(self, b, llvm_block):
+    def emit_block(self, b, llvm_block):
+        """Lower Bril block b (of the generic code, or of a loop's copy) into llvm_block."""
         bld = self.b
         self.begin_block(b, llvm_block)
         for instr in b.instrs:
