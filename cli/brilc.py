@@ -41,7 +41,9 @@ options:
                 parameters held (those and the `any` variables that follow from
                 them unboxed), and one for the values nearly every call passed
                 (constants there); its entry checks the arguments and runs the
-                generic code when they differ
+                generic code when they differ; and a loop, a copy per set of
+                types its `any` variables held at its header, entered when the
+                values arriving there have them
   -h, --help    show this help
 
 Bril passes run before brilc: bril2json < p.bril | bril-opt -O SPEC... | brilc.

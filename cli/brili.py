@@ -113,9 +113,10 @@ options:
                .json, text otherwise ("-" for stderr)
   --write-profile FILE
                after the run (also one that fails), write to FILE the types
-               the `any` parameters of each function held, and the int and
-               bool parameters nearly every call passed one value (JSON: a
-               type profile); `brilc --profile FILE` compiles each function
+               the `any` parameters of each function held, the int and bool
+               parameters nearly every call passed one value, and the types
+               the `any` variables held at loop headers (JSON: a type
+               profile); `brilc --profile FILE` compiles each function
                for them, with its generic code as the fallback.  The run
                stays in the first tier (--tier cold, no JIT), which sees
                every call: slower, so write profiles on small inputs
