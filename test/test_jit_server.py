@@ -77,7 +77,14 @@ def test_the_server_builds_a_region_into_the_cache(tmp_path):
     (_, got, ukey, seconds, blocks, entries, error), = replies
     assert got == rid and error is None and seconds > 0
     assert (blocks, entries) == candidates[0]
-    assert jitcache.stored_meta(cache, ukey) is not None
+    meta = jitcache.stored_meta(cache, ukey)
+    assert meta is not None
+    # ... with the functions a run entering the region moves its variables with
+    # (compiled there, they would hold the run's GIL)
+    from bril.native_runtime.resume import Slots
+    misses = cache.misses
+    code, _ = jitcache.region_marshal_code(cache, Slots.from_data(meta["slots"]), main, header)
+    assert cache.misses == misses and code.co_filename == f"<jit region {main} {header}>"
     server.finish([], wait=True)
     # The server noted what it built in the program's profile, for the next run.
     profile = load_profile(cache, jit.profile_key, compiled.linked)
@@ -223,6 +230,26 @@ def test_the_server_makes_the_code_the_next_run_goes_on_in_after_native_code(tmp
     fresh.cache = cache
     function, _ = fresh.load_with_links(main, "jitx")
     assert callable(function) and main not in fresh.codes
+
+
+def test_after_a_run_the_server_makes_that_code_before_building_what_was_hot(tmp_path):
+    # A run started right after this one enters the units already built at once, and
+    # needs that code when they hand back: made after the builds of what the run
+    # found hot, it came too late, and the next run generated it itself.
+    cache = CodeCache(str(tmp_path))
+    jit, compiled, main, fc = _attached(LOOP, cache)
+    compiled.cache = cache
+    header = fc.loops[0].header
+    key = compiled.variant_key(main, "jitx")
+    server = CompileServer(cache, jit.profile_key, program_key(compiled.linked), 2)
+    assert server.start(jit.source)
+    server.exit_code(main, key, compiled.native_heap)
+    server.finish([(main, header)], wait=True)
+    spec = load_profile(cache, jit.profile_key, compiled.linked)["regions"][(main, header)]
+    ukey = jitcache.unit_key(compiled.linked, "region", main, spec["blocks"], spec["entries"], 2)
+    made = [os.stat(cache.entry_path(kind, k)).st_mtime_ns for kind, k in (("py", key),
+                                                                           ("unit", ukey))]
+    assert made[0] <= made[1]
 
 
 def test_a_typed_function_has_one_cache_key_however_it_entered_generated_code(tmp_path):

@@ -53,7 +53,7 @@ from .regions import select_region
 from ..ir.values import UNDEF
 from ..native_runtime.pynames import function_index
 from ..native_runtime.resume import (Slots, decode_result, encode_arguments, get_tagged, json_type,
-                                     marshal_source, put_tagged)
+                                     put_tagged)
 
 # Native code entered from the interpreter must do enough at each entry to pay
 # for crossing over: a region's entry (the frame handed over, the interpreter
@@ -1248,9 +1248,9 @@ class Jit:
 
     def _marshal_functions(self, region):
         """The functions moving variables between the frame and the slot array."""
+        from .jitcache import region_marshal_code
         slots = region.slots
-        heap_names = {}
-        src = marshal_source(slots, heap_names)
+        code, heap_names = region_marshal_code(self.cache, slots, region.index, region.header)
         env = {"_M": object(), "_U": UNDEF, "_put": put_tagged, "_get": get_tagged,
                "_to_pair": None, "_from_pair": None}
         if self.heap is not None:
@@ -1258,20 +1258,13 @@ class Jit:
             env["_from_pair"] = self.heap.from_pair
         for typ_repr, pyname in heap_names.items():
             env[pyname] = json_type(eval(typ_repr))
-        exec(self._compiled_source(src, f"<jit region {region.index} {region.header}>"), env)
+        exec(code, env)
         region.enter_fn, region.leave_fn = env["_in"], env["_out"]
         # slots, then the block to start at
         from ..native_runtime.ffi import c_double, c_int64
         S = (c_int64 * (slots.size + 1))()
         D = (c_double * (slots.size + 1)).from_buffer(S)
         region.buffers = (S, D)
-
-    def _compiled_source(self, src, filename):
-        """compile(src), its code object kept in the code cache by the source's
-        hash (a large region's marshalling functions take tens of ms to compile,
-        more than loading its native unit)."""
-        from ..cache.codecache import compiled_code
-        return compiled_code(self.cache, "marshal", src, filename)
 
     # --- the report ----------------------------------------------------------------------
 

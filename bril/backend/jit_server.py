@@ -288,12 +288,26 @@ class Server:
                     error = e
                     continue
                 self.built[what] = {"blocks": sorted(blocks), "entries": sorted(entries)}
+                self._marshal_code(ukey, what)
                 return ukey, sorted(blocks), sorted(entries)
             raise error or BrilError("no region")
         ukey = jitcache.unit_key(self.linked, "call", what, None, None, self.level)
         self._keep(ukey, lambda: jitcache.lower_call_unit(self.linked, what, "bril.unit")[:2])
         self.built[what] = {}
         return ukey, None, None
+
+    def _marshal_code(self, ukey, what):
+        """The region's marshalling functions into the code cache, as the run entering
+        it makes them (`jitcache.region_marshal_code`): a run that finds the unit
+        built finds them too (compiling them took a rerun 2-5 ms, holding the GIL)."""
+        from . import jitcache
+        from ..native_runtime.resume import Slots
+        try:
+            meta = jitcache.stored_meta(self.cache, ukey)
+            if meta is not None:
+                jitcache.region_marshal_code(self.cache, Slots.from_data(meta["slots"]), *what)
+        except Exception:           # (the run compiles them, as without a server)
+            pass
 
     def hold(self, what, candidates):
         """Take the build lock of the unit `what` will most likely be as soon as it is
@@ -548,6 +562,11 @@ def _session(servers, cache, level, reader, write, key, program):
             after = building(cache, AFTER_RUN + key, wait=False).__enter__()
         try:
             server = _server_for(servers, cache, key, program, level)
+            # First the code a run goes on in when native code hands back: a run
+            # started right after this one enters the units already built at once,
+            # and generated that code itself (10-30 ms of its own) when it came
+            # after the builds below.
+            _generate_exit_code(servers, cache, key, program, level, exit_code)
             if exe is not None:
                 try:
                     server.build_executable(*exe)
@@ -561,7 +580,6 @@ def _session(servers, cache, level, reader, write, key, program):
                         server.build(what, None)
                 except Exception:
                     server.failed.append(what)
-            _generate_exit_code(servers, cache, key, program, level, exit_code)
             if server.linked is not None:
                 server.note_in_profile()
             server.built, server.failed = {}, []

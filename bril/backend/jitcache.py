@@ -75,6 +75,21 @@ def load_unit(cache, key):
         return None
 
 
+def region_marshal_code(cache, slots, index, header):
+    """(code object, {type repr: global name}) of the functions moving a region's
+    variables between a frame and its slot array (`resume.marshal_source`), the code
+    kept in the code cache by the source's hash: a large region's take tens of ms to
+    compile, more than loading its native unit.  A run entering the region defines
+    them; the compile server that built its unit makes them too, so that the next
+    run finds them (`index`, `header`: the region's function and loop header, its
+    code's file name)."""
+    from ..cache.codecache import compiled_code
+    heap_names = {}
+    src = resume.marshal_source(slots, heap_names)
+    return (compiled_code(cache, "marshal", src, f"<jit region {index} {header}>"),
+            heap_names)
+
+
 def stored_meta(cache, key):
     """The data of the unit stored under key if the cache has it whole, else None
     (without loading it)."""
