@@ -104,6 +104,23 @@ def test_what_is_compiled_whole(tmp_path):
     assert not os.path.exists(tmp_path / program_exe.KIND)
 
 
+def test_a_run_long_enough_has_its_program_compiled_whole_hot_loops_or_not(tmp_path):
+    # The JIT of a short run comes in late (at a look that finds generated code) and
+    # may find nothing hot before the run ends: the run's length alone has the
+    # program compiled whole for the next plain run, which else stayed as slow.
+    import time
+    from bril.backend.jit import EXE_AFTER_RUN, Jit
+    from bril.ir.text import parse_program
+    prog = parse_program(DIVIDE)
+    key = program_exe.key_of(bril_json(DIVIDE).encode(), False)
+    jit = Jit(cache=CodeCache(str(tmp_path)), pay_back=12, shared_heap=None, exe_key=key)
+    jit.source = (prog, None, [], None)
+    jit.began = time.perf_counter()
+    assert jit._executable_wanted(None) is None         # (a run too short for it)
+    jit.began -= EXE_AFTER_RUN
+    assert jit._executable_wanted(None) == key
+
+
 def test_the_server_builds_with_the_installed_bril_wherever_brili_starts(tmp_path):
     # Started from a folder holding another `bril` package, the compile server
     # still imports the one brili runs (it was started with `-m`, which puts the

@@ -98,6 +98,11 @@ PREDICTED_PAY_BACK = 3
 # even at this, and short runs are where most of a warm run is interpreted
 # (mat-mul 80: its printing loop, one sample, was 10 of a warm run's 40 ms).
 PRECOMPILE_HOT = jit_policy.SAMPLE_INTERVAL
+# A run this long (seconds) has its program compiled whole for the next plain run,
+# hot loops or not: the JIT of a 50 ms run came in 2 ms before its end, found
+# nothing hot, and the runs after it stayed as slow (primes-between, eval input:
+# 55 ms, 17 ms with the executable).
+EXE_AFTER_RUN = 0.02
 # With a compile server on another core (`bril.backend.jit_client`), compiling costs
 # the interpreter nothing: a loop or function is asked for once the sampler has seen
 # it hot this long (seconds: a few looks), hot code an earlier run saw at once.
@@ -255,6 +260,8 @@ class Jit:
         self.waiting = {}               # what -> unit keys another process is building
         self.start_time = time.perf_counter()
         self.run_seconds = None         # (the run's length, once it is over)
+        # When the program began running (the JIT may come in later: jit_deferred).
+        self.began = self.start_time
 
     # --- set-up ------------------------------------------------------------------------
 
@@ -1065,7 +1072,8 @@ class Jit:
             return None
         hot = self.server is not None or (profile is not None and (
             profile["regions"] or profile["calls"]
-            or any(s >= PRECOMPILE_HOT for s in profile["hot"].values())))
+            or any(s >= PRECOMPILE_HOT for s in profile["hot"].values()))) \
+            or time.perf_counter() - self.began >= EXE_AFTER_RUN
         if not hot:
             return None
         from . import jitcache, program_exe

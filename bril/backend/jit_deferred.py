@@ -31,6 +31,7 @@ class DeferredJit:
         self.stopped = False
         self.lock = _thread.allocate_lock()
         self.compiled = self.looked_up = self.main_thread = None
+        self.began = None           # when the program began running (attach)
 
     def _make(self):
         from .jit import Jit
@@ -50,6 +51,7 @@ class DeferredJit:
                 and jit_policy.SHARED_HEAP_FROM_START:
             self._share_heap(compiled)
         self.compiled, self.looked_up = compiled, looked_up
+        self.began = time.perf_counter()
         self.main_thread = _thread.get_ident()
         _thread.start_new_thread(self._later, ())
         return self
@@ -97,6 +99,7 @@ class DeferredJit:
                 # back -- 5 ms each, the JIT's first looks 30 ms late)
                 with jit_policy.ShortSwitches():
                     jit = self._make()
+                    jit.began = self.began
                     jit.attach(self.compiled, self.looked_up, sampler_thread=self.main_thread)
             except Exception:       # (never disturb the program: it runs as plain brili)
                 return
