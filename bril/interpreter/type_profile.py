@@ -23,9 +23,9 @@ Under "values", an int or bool parameter that held one value in nearly all such
 calls (VALUE_SHARE, VALUE_CALLS).  Under "loops", by loop header label, the kinds
 the `any` variables live there held together as the loop came round, each
 combination found by at least KINDS_SHARE of the arrivals (KINDS_KEPT at most):
-native code keeps a copy of the loop for each, its variables' types known there.  `brili --write-profile` keeps every function
-in that tier for the whole run, so that every call is seen (a slower run: write
-profiles on small inputs).  A profile only
+native code keeps a copy of the loop for each, its variables' types known there.
+`brili --write-profile` keeps every function in that tier for the whole run, so
+that every call is seen (a slower run: write profiles on small inputs).  A profile only
 steers speed: code compiled for it checks the types and values at each entry
 and runs the function's generic code when they differ, so a profile written on
 another input, or for another program, never changes what a program prints.
