@@ -72,12 +72,24 @@ _ELEM_KINDS = ("int", "bool", "float", "char", "any")
 
 
 MIXED = object()     # (`ColdFunction.values`, `kind_sets`: many were seen)
+# Loop headers: the kinds at one arrival in this many are counted (`header_sets`).
+HEADER_SAMPLE = 16
 VALUES_KEPT = 8
 
 
 def value_kind(v):
     """The kind an `any` parameter's value has, as `ColdFunction.seen` keeps it."""
     return _KINDS.get(type(v)) or _pointer_kind(v)
+
+
+_POINTERS = object()   # (`ColdEngine._profile_header`: a key of kinds, not of types)
+
+
+def header_kinds(key):
+    """The kinds (`value_kind`) of the values a `ColdFunction.header_sets` key saw."""
+    if key and key[0] is _POINTERS:
+        return key[1:]
+    return tuple(_KINDS.get(t) for t in key)
 
 
 def _live_any_variables(cf, header):
@@ -143,10 +155,11 @@ class ColdFunction:
         self.values = {}
         self.calls = 0
         # When profiling: at each loop header (a backward jump's target, a block
-        # index), how many arrivals found each combination of kinds in the `any`
-        # variables live there ({header: [names, {(kind, ...): arrivals}]}, the
-        # combinations MIXED past VALUES_KEPT): a phase-changing loop's kinds
-        # (native code keeps a copy of the loop for each, `bril.backend.llvm_lower`)
+        # index), how many arrivals (of those sampled) found each combination of
+        # kinds in the `any` variables live there ({header: [names, {key: arrivals},
+        # all arrivals]}, a key as `header_kinds` reads it, the combinations MIXED
+        # past VALUES_KEPT): a phase-changing loop's kinds (native code keeps a copy
+        # of the loop for each, `bril.backend.llvm_lower`)
         self.header_sets = {}
         self.live_types = None      # (the typing whose liveness says what is live there)
 
@@ -245,15 +258,22 @@ class ColdEngine:
         a backward jump arrives there (`ColdFunction.header_sets`)."""
         seen = cf.header_sets.get(header)
         if seen is None:
-            seen = cf.header_sets[header] = [_live_any_variables(cf, header), {}]
-        names, sets = seen
-        if sets is MIXED or not names:
+            seen = cf.header_sets[header] = [_live_any_variables(cf, header), {}, 0]
+        names, sets, arrivals = seen
+        seen[2] = arrivals + 1
+        if sets is MIXED or not names or arrivals % HEADER_SAMPLE:
             return
-        kinds = tuple(value_kind(env.get(name)) for name in names)
-        if kinds in sets:
-            sets[kinds] += 1
+        # (one arrival in HEADER_SAMPLE, the first included, counted by the values'
+        # Python types, made kinds when the profile is written, `header_kinds`:
+        # counting every one by kinds made `brili --write-profile` 2x slower; a
+        # pointer's kind needs its region)
+        key = tuple(map(type, map(env.get, names)))
+        if tuple in key:
+            key = (_POINTERS,) + tuple(value_kind(env.get(name)) for name in names)
+        if key in sets:
+            sets[key] += 1
         elif len(sets) < VALUES_KEPT:
-            sets[kinds] = 1
+            sets[key] = 1
         else:
             seen[1] = MIXED
 

@@ -289,15 +289,19 @@ class CompiledProgram:
         cf = cold.functions.get(index) if cold is not None else None
         if cf is None:
             return {}
-        from .cold import MIXED
+        from .cold import MIXED, header_kinds
         out = {}
-        for header, (names, sets) in sorted(cf.header_sets.items()):
+        for header, (names, sets, _) in sorted(cf.header_sets.items()):
             label = cf.blocks[header].label
             if sets is MIXED or label is None:
                 continue
+            merged = {}             # (keys of several types may be one set of kinds)
+            for key, arrivals in sets.items():
+                kinds = header_kinds(key)
+                merged[kinds] = merged.get(kinds, 0) + arrivals
             out[label] = (sum(sets.values()), [
                 ({n: k for n, k in zip(names, kinds) if k is not None}, arrivals)
-                for kinds, arrivals in sets.items()])
+                for kinds, arrivals in merged.items()])
         return out
 
     def observed_values(self, index):
