@@ -336,11 +336,10 @@ class CompiledProgram:
     def loop_kinds_history(self, index):
         """{loop header label: [{variable: kind}, ...]}: every set of kinds
         `saw_at_header` saw at the loop headers of function `index`."""
-        from ..analysis.blocks import build_blocks
         history = self.header_history.get(index)
         if not history:
             return {}
-        blocks = build_blocks(self.linked.functions[index])
+        blocks = self.function_shape(index).blocks_by_index
         return {blocks[h].label: list(sets) for h, sets in sorted(history.items())
                 if blocks[h].label is not None}
 
