@@ -39,8 +39,9 @@ Messages are a 4-byte length and a marshalled tuple each way:
     ("exitcode", index, key, heap)    generate function `index`'s jitx variant (where
                                       the interpreter goes on when its native code
                                       hands back) into the code cache under `key`,
-                                      for the next run, once nothing else is asked
-                                      (`heap`: the run's heap is the native one)
+                                      for the next run, once nothing else is asked --
+                                      after the run, before its builds (`heap`: the
+                                      run's heap is the native one)
     ("finish", todo, wait, exe, profile)   the run is over: build the program whole
                                       under the key `exe` (`bril.backend.program_exe`;
                                       None: not), then these too (as `what`s);
