@@ -213,7 +213,7 @@ def _module():
     i8, i32, i64 = ir.IntType(8), ir.IntType(32), ir.IntType(64)
     ptr = ir.PointerType()
     void = ir.VoidType()
-    region = ir.LiteralStructType([ptr, i64])
+    from bril.backend.llvm_lower import REGION as region    # (brilrt's table entry)
     m = ir.Module("native_heap_test")
 
     def decl(name, ret, args):

@@ -59,7 +59,8 @@ from ..analysis.blocks import build_blocks
 from ..analysis import typecheck as tc
 from ..ir.linker import link
 from ..ir.values import js_type_text, type_cmp
-from ..native_runtime.resume import value_tag, CELL_RID_SHIFT, TAG_BASES, TAG_PTR_STEP, TAG_UNDEF
+from ..native_runtime.resume import (value_tag, CELL_RID_SHIFT, TAG_BASES, TAG_PTR_STEP, TAG_UNDEF,
+                                     REGION_INLINE_BYTES, NO_FLAGS_BIT)
 
 I1 = ir.IntType(1)
 I8 = ir.IntType(8)
@@ -69,7 +70,8 @@ F64 = ir.DoubleType()
 VOID = ir.VoidType()
 PTR = ir.PointerType()                       # opaque machine pointer
 POINTER = ir.LiteralStructType([I64, I64])   # a Bril pointer: {region id, offset}
-REGION = ir.LiteralStructType([PTR, I64])    # brilrt's region entry: {data, length}
+# brilrt's region entry: {data, length, a small region's cells} (brilrt.c brt_region)
+REGION = ir.LiteralStructType([PTR, I64, ir.ArrayType(I8, REGION_INLINE_BYTES)])
 # A value of the dynamic extension's type `any`: {tag, value, pointer offset}
 # (`bril.native_runtime.resume.value_tag`).
 TAGGED = ir.LiteralStructType([I64, I64, I64])
@@ -176,6 +178,12 @@ def cell_type(key):
 
 def cell_size(key):
     return {"bool": 1, "char": 4, "any": 16}.get(key, 16 if kind(key) == "ptr" else 8)
+
+
+def alloc_cell_size(key):
+    """brt_alloc's cell-size argument for cells of type key: a ptr<any> cell is its
+    own "initialised" flag (its tag word), so its region has no flag bytes."""
+    return cell_size(key) | (NO_FLAGS_BIT if key == "any" else 0)
 
 
 def tag_value(bld, v, key):
@@ -425,7 +433,7 @@ def _lower_alloc(cx, instr, n):
     if kind(key) != "ptr":
         cx.fail(M.text(M.ALLOC_NON_POINTER, type=js_type_text(instr.get("type"))))
         return None
-    rid = cx.b.call(cx.rt.fn("brt_alloc"), [n, const_int(cell_size(key[1]))])
+    rid = cx.b.call(cx.rt.fn("brt_alloc"), [n, const_int(alloc_cell_size(key[1]))])
     return cx.make_pointer(rid, const_int(0))
 
 

@@ -23,7 +23,7 @@ memoryviews over their cells, shared with code compiled by the JIT.
 from ..ir import messages as M
 from ..ir.errors import BrilError
 from ..ir.ops import INT_MAX, INT_MIN, wrap64
-from ..native_runtime.resume import get_cell, put_cell
+from ..native_runtime.resume import get_cell, put_cell, NO_FLAGS_BIT, REGION_ENTRY_BYTES
 from ..ir.values import UNDEF, js_type_text
 
 # Bit masks of value kinds a region accepts in `store` (the reference's typeCheck
@@ -295,6 +295,7 @@ class NativeHeap:
         self._freed_len = rt.variable("brt_freed_len", _ffi.c_int64)
         self._freed = rt.variable("brt_freed", _ffi.c_void_p)
         self._table = rt.variable("brt_regions", _ffi.c_void_p)
+        self._cell_sizes = rt.variable("brt_cell_sizes", _ffi.c_void_p)
 
     def _info(self, elem):
         info = self._infos.get(id(elem))
@@ -315,7 +316,8 @@ class NativeHeap:
         r.size = size
         if address:
             r.live = True
-            raw = _memory(address, size * (info.cell + 1), _PyBUF_WRITE)
+            # (a ptr<any> region has no flag bytes: brilrt.c's BRT_NO_FLAGS)
+            raw = _memory(address, size * (info.cell + (info.kind != "any")), _PyBUF_WRITE)
             split = size * info.cell
             r.data = raw[:split].cast(info.fmt)
             r.cells = None
@@ -340,7 +342,8 @@ class NativeHeap:
         if amount > MAX_REGION:
             raise BrilError(M.text(M.ALLOC_TOO_LARGE, amount=amount))
         info = self._info(elem)
-        address = self._py_alloc(amount, info.cell, self._id_ref)
+        address = self._py_alloc(amount, info.cell | (NO_FLAGS_BIT if info.kind == "any" else 0),
+                                 self._id_ref)
         if not address:
             raise BrilError(self.rt.error_message())
         region = self._make(self._id.value, info, amount, address)
@@ -393,12 +396,12 @@ class NativeHeap:
         """The NativeRegion of id rid, made from brilrt's table entry."""
         if not 0 <= rid < self._count():
             raise BrilError(f"internal error: no heap region {rid}")
-        entry = (_ffi.c_int64 * 2).from_address(self._table.value + 16 * rid)
+        entry = (_ffi.c_int64 * 2).from_address(self._table.value + REGION_ENTRY_BYTES * rid)
         address, size = entry[0], entry[1]
         info = self._info(elem)
-        # The block header before the cells holds the cell size native code chose:
-        # a view of the wrong size would reach outside the block.
-        if address and _ffi.c_int64.from_address(address - 8).value != info.cell:
+        # brilrt keeps the cell size native code chose: a view of the wrong size
+        # would reach outside the region's memory.
+        if address and _ffi.c_uint8.from_address(self._cell_sizes.value + rid).value != info.cell:
             raise BrilError(f"internal error: heap region {rid} does not hold "
                             f"{js_type_text(elem)}")
         return self._make(rid, info, size, address)

@@ -356,13 +356,42 @@ NORETURN void brt_fail_char(int64_t value) {
 
 /* --- the heap ------------------------------------------------------------------------ */
 
+/* An entry is one cache line: a small region's cells (and flags) live in the
+ * entry itself (`data` points at `cells`), so that following a pointer to one
+ * -- a tree's node, a list's cell -- touches one line, not the table's line and
+ * then the block's.  The table is reserved once and never moves (inline cells
+ * have a fixed address: Python's views of them and native code rely on it). */
+#define INLINE_BYTES 48
 typedef struct {
     unsigned char *data;    /* len cells, then len init flags; NULL once freed */
     int64_t len;            /* 0 once freed (alloc sizes are positive) */
+    unsigned char cells[INLINE_BYTES];  /* a small region's cells (then flags) */
 } brt_region;
 
 brt_region *brt_regions;
 static int64_t region_count, region_cap, live_regions;
+#ifdef BRT_JIT
+/* Each region's cell size, by id: Python's views of a region check it
+ * (bril.interpreter.heap.NativeHeap._region). */
+unsigned char *brt_cell_sizes;
+#endif
+
+/* Freed entries, counted per page of the table: a page whose every entry was
+ * allocated and freed is given back to the system (it reads as zeros again:
+ * data NULL, len 0, as a freed entry), so a program that allocates and frees
+ * in a loop does not keep a cache line per allocation it ever made. */
+#define TABLE_PAGE 4096
+#define ENTRIES_PER_PAGE (TABLE_PAGE / (int64_t)sizeof(brt_region))
+static unsigned char *page_frees;
+
+static void entry_freed(int64_t region) {
+    if (page_frees != NULL && ++page_frees[region / ENTRIES_PER_PAGE] == ENTRIES_PER_PAGE)
+        madvise(&brt_regions[region - region % ENTRIES_PER_PAGE], TABLE_PAGE, MADV_DONTNEED);
+}
+
+/* brt_alloc's cell_size argument with this bit: the cells carry no "initialised"
+ * flags (a ptr<any> cell is its own flag: its tag word is 0 until stored to). */
+#define BRT_NO_FLAGS 0x100
 
 int64_t brt_dyn_count;      /* dynamic instructions, added by generated code */
 int64_t brt_depth;          /* nested Bril calls, kept by generated code */
@@ -376,13 +405,44 @@ int64_t brt_depth;          /* nested Bril calls, kept by generated code */
  * region that is barely used costs (almost) nothing. */
 typedef struct {
     size_t bytes;           /* mapped size, or 0 if from calloc */
-    size_t pad;             /* BRT_JIT: the cell size (bril.interpreter.heap checks its views) */
+    size_t pad;             /* (cells stay 16-byte aligned) */
 } block_header;
 
 #define MAP_THRESHOLD ((size_t)1 << 20)
 
-static unsigned char *block_alloc(size_t cells, size_t cell_size) {
-    size_t bytes = sizeof(block_header) + cells * (cell_size + 1);
+/* Reserve the region table's address space once (it never moves); pages are
+ * touched only as ids are used.  Less if the system refuses a large mapping. */
+static void table_reserve(void) {
+    if (brt_regions != NULL)
+        brt_fail(BRT_MSG_OUT_OF_MEMORY);
+    for (int64_t cap = (int64_t)1 << 30; cap >= ((int64_t)1 << 16); cap >>= 2) {
+        void *p = mmap(NULL, (size_t)cap * sizeof(brt_region), PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (p != MAP_FAILED) {
+#ifdef BRT_JIT
+            void *sizes = mmap(NULL, (size_t)cap, PROT_READ | PROT_WRITE,
+                               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+            if (sizes == MAP_FAILED) {
+                munmap(p, (size_t)cap * sizeof(brt_region));
+                continue;
+            }
+            brt_cell_sizes = sizes;
+#endif
+            brt_regions = p;
+            region_cap = cap;
+            if (sysconf(_SC_PAGESIZE) == TABLE_PAGE) {
+                void *counts = mmap(NULL, (size_t)(cap / ENTRIES_PER_PAGE), PROT_READ | PROT_WRITE,
+                                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+                page_frees = counts == MAP_FAILED ? NULL : counts;
+            }
+            return;
+        }
+    }
+    brt_fail(BRT_MSG_OUT_OF_MEMORY);
+}
+
+static unsigned char *block_alloc(size_t cells, size_t cell_size, int flags) {
+    size_t bytes = sizeof(block_header) + cells * (cell_size + (flags ? 1 : 0));
     block_header *h;
     if (bytes >= MAP_THRESHOLD) {
         void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
@@ -395,10 +455,11 @@ static unsigned char *block_alloc(size_t cells, size_t cell_size) {
         if (!h) return NULL;
         h->bytes = 0;
     }
-#ifdef BRT_JIT
-    h->pad = cell_size;
-#endif
     return (unsigned char *)(h + 1);
+}
+
+static int is_inline(int64_t region) {
+    return brt_regions[region].data == brt_regions[region].cells;
 }
 
 static void block_free(unsigned char *data) {
@@ -432,16 +493,26 @@ static void free_log_add(int64_t region) {
 int64_t brt_alloc(int64_t amount, int64_t cell_size) {
     if (amount <= 0) failf(BRT_MSG_ALLOC_NOT_POSITIVE, (long long)amount);
     if (amount > MAX_REGION) failf(BRT_MSG_ALLOC_TOO_LARGE, (long long)amount);
-    if (region_count == region_cap) {
-        region_cap = region_cap ? region_cap * 2 : 1024;
-        brt_regions = realloc(brt_regions, (size_t)region_cap * sizeof *brt_regions);
-        if (!brt_regions) brt_fail(BRT_MSG_OUT_OF_MEMORY);
-    }
-    unsigned char *data = block_alloc((size_t)amount, (size_t)cell_size);
-    if (!data) failf(BRT_MSG_ALLOC_TOO_LARGE, (long long)amount);
+    if (region_count == region_cap)
+        table_reserve();
+    int flags = !(cell_size & BRT_NO_FLAGS);
+    cell_size &= BRT_NO_FLAGS - 1;
     int64_t id = region_count++;
-    brt_regions[id].data = data;
-    brt_regions[id].len = amount;
+    brt_region *r = &brt_regions[id];
+    if (amount * (cell_size + flags) <= INLINE_BYTES) {
+        memset(r->cells, 0, INLINE_BYTES);   /* (an id used before brt_heap_reset) */
+        r->data = r->cells;
+    } else {
+        r->data = block_alloc((size_t)amount, (size_t)cell_size, flags);
+        if (!r->data) {
+            region_count--;
+            failf(BRT_MSG_ALLOC_TOO_LARGE, (long long)amount);
+        }
+    }
+    r->len = amount;
+#ifdef BRT_JIT
+    brt_cell_sizes[id] = (unsigned char)cell_size;
+#endif
     live_regions++;
     return id;
 }
@@ -449,10 +520,12 @@ int64_t brt_alloc(int64_t amount, int64_t cell_size) {
 void brt_free(int64_t region, int64_t offset) {
     if (offset != 0 || brt_regions[region].data == NULL)
         failf(BRT_MSG_BAD_FREE, (long long)region, (long long)offset);
-    block_free(brt_regions[region].data);
+    if (!is_inline(region))
+        block_free(brt_regions[region].data);
     brt_regions[region].data = NULL;
     brt_regions[region].len = 0;
     live_regions--;
+    entry_freed(region);
 #ifdef BRT_JIT
     free_log_add(region);
 #endif
@@ -464,10 +537,12 @@ void brt_free(int64_t region, int64_t offset) {
  * message in brt_error_message(). */
 
 static void region_free(int64_t region) {
-    block_free(brt_regions[region].data);
+    if (!is_inline(region))
+        block_free(brt_regions[region].data);
     brt_regions[region].data = NULL;
     brt_regions[region].len = 0;
     live_regions--;
+    entry_freed(region);
 }
 
 /* A new region's data address (its id in *id), or 0 after an error. */
@@ -507,7 +582,9 @@ int64_t brt_region_count(void) {
 /* Free every region and start ids from 0 again (a new program run). */
 void brt_heap_reset(void) {
     for (int64_t i = 0; i < region_count; i++)
-        if (brt_regions[i].data) block_free(brt_regions[i].data);
+        if (brt_regions[i].data && !is_inline(i)) block_free(brt_regions[i].data);
+    if (page_frees != NULL)
+        memset(page_frees, 0, (size_t)((region_count + ENTRIES_PER_PAGE - 1) / ENTRIES_PER_PAGE));
     region_count = 0;
     live_regions = 0;
     brt_freed_len = 0;

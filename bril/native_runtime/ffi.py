@@ -32,6 +32,7 @@ c_void_p = _simple("c_void_p", "P")
 c_size_t = _simple("c_size_t", "L")
 c_ssize_t = _simple("c_ssize_t", "l")
 c_char = _simple("c_char", "c")
+c_uint8 = _simple("c_uint8", "B")
 c_char_p = _simple("c_char_p", "z")
 py_object = _simple("py_object", "O")
 

@@ -40,6 +40,14 @@ TAG_UNDEF = 6
 # stay below 2^16 (a pointer type nested fewer than 8,191 deep).
 CELL_RID_SHIFT = 16
 
+# brilrt's region table (brilrt.c `brt_region`, keep in step): an entry is
+# {data, length, REGION_INLINE_BYTES bytes where a small region's cells live},
+# REGION_ENTRY_BYTES in all; brt_alloc's cell size with NO_FLAGS_BIT: cells
+# without "initialised" flags (ptr<any>: a cell's tag word is its flag).
+REGION_ENTRY_BYTES = 64
+REGION_INLINE_BYTES = 48
+NO_FLAGS_BIT = 0x100
+
 
 def value_tag(key):
     """The tag of a value of type key ('int', ('ptr', key)...; not 'any' itself)."""
