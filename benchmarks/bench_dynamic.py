@@ -126,7 +126,8 @@ def main(argv=None):
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--interp", default="brili", metavar="CMD",
-                        help="the interpreter (default: brili)")
+                        help="the interpreter (default: brili); always run: every other "
+                             "tier's output and -p count are checked against it")
     parser.add_argument("--jit", default="brili --jit", metavar="CMD",
                         help="the JIT command (default: brili --jit); '' to skip it")
     parser.add_argument("--brilc", default="brilc", metavar="CMD",
@@ -147,6 +148,8 @@ def main(argv=None):
     parser.add_argument("--bril2json", default="bril2json", metavar="CMD",
                         help="text-to-JSON command (default: bril2json)")
     opts = parser.parse_args(argv)
+    if not opts.interp.strip():
+        parser.error("--interp cannot be empty: every tier is checked against it")
     harness.compile_bytecode()      # (whole processes are timed: see harness)
 
     tiers = [("brili", opts.interp)]
