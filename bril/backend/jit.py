@@ -616,10 +616,11 @@ class Jit:
     def _in_cache(self, kind, index, candidates):
         """A unit for one of the candidates already in the cache (another run built
         it), loaded: (unit, key, blocks, entries); or the keys being built by
-        another process (wait for them) -- or the lock of a compile server building
-        what the run before this one found hot (most often this same unit: a
-        second server started for it would spend 0.1 s of the machine starting up,
-        and the first finishes sooner); or None."""
+        another process (wait for them) -- or, for a run without a server of its
+        own, the lock of a compile server serving another run of the program or
+        building what it found hot (most often this same unit: a second server
+        started for it would spend 0.1 s of the machine starting up, and the first
+        finishes sooner); or None."""
         from . import jitcache
         from .jit_server import AFTER_RUN, being_built
         keys = []
@@ -639,7 +640,8 @@ class Jit:
                 return unit, ukey, blocks, entries
             keys.append(ukey)
         building = [k for k in keys if being_built(self.cache, k)]
-        if not building and self.profile_key is not None \
+        # (a server of this run's own holds that lock for its session: ask it)
+        if not building and self.profile_key is not None and self.server is None \
                 and being_built(self.cache, AFTER_RUN + self.profile_key):
             building = [AFTER_RUN + self.profile_key]
         return building or None
@@ -1081,9 +1083,14 @@ class Jit:
             return None
         if not program_exe.eligible(self.source[0]) or program_exe.cached(self.cache, self.exe_key):
             return None
-        from .jit_server import being_built
-        if being_built(self.cache, program_exe.build_lock(self.exe_key)):
-            return None             # (another run's server builds it: no server for it)
+        from .jit_server import AFTER_RUN, being_built
+        if being_built(self.cache, program_exe.build_lock(self.exe_key)) or (
+                self.server is None and self.profile_key is not None
+                and being_built(self.cache, AFTER_RUN + self.profile_key)):
+            # (another run's server builds it, or serves a run of the program that
+            # asked for it: no server for it -- a rerun started as the first run
+            # ended started a second one, which built the executable again)
+            return None
         return self.exe_key
 
     # --- compiling ----------------------------------------------------------------------

@@ -171,6 +171,7 @@ class building:
             except OSError:
                 pass
             os.close(self.fd)
+            self.fd = None          # (released once: a second exit does nothing)
 
 
 def being_built(cache, key, prefix="build-"):
@@ -474,21 +475,29 @@ class Server:
 # before building it too (seconds).
 UNIT_WAIT = 30.0
 
-# The lock a server holds, under the program's profile key, while it builds what a
-# run that ended found hot: a run ending meanwhile leaves that work to it instead of
-# starting a second server for the same units (`Jit._precompile`), and a run asking
-# for a unit meanwhile waits for it (`Jit._in_cache`).  Taken without waiting: a
-# server holding unit locks that waited for it could wait for a server waiting
-# for one of those units.
+# The lock a server holds, under the program's profile key, from the start of a
+# run's session until it has built what the run found hot: a run ending meanwhile
+# leaves that work to it instead of starting a second server for the same units
+# (`Jit._precompile`, `Jit._executable_wanted`), and a run without a server of its
+# own asking for a unit meanwhile waits for it (`Jit._in_cache`).  The run that
+# spawns a server takes it and hands it over (fd 4); a claimed server takes it when
+# the session learns its program.  Taken later (when the server read `finish`,
+# between builds, or began, 0.1 s after its spawn) it left a gap: a run started as
+# the one before ended asked in it and started a second server, every time.  Taken
+# without waiting: a server holding unit locks that waited for it could wait for a
+# server waiting for one of those units.
 AFTER_RUN = "after-"
 
 
-def _session(servers, cache, level, reader, write, key, program):
+def _session(servers, cache, level, reader, write, key, program, after=None):
     """Serve one run: build what it asks, in order, replying to each; when it is over
     (it said `finish`, or its end of the connection closed), build what it found hot
-    and never asked for, and note every unit in the program's profile."""
+    and never asked for, and note every unit in the program's profile.  `after`: the
+    program's AFTER_RUN lock if the run that started this server took it."""
     todo, ack, exe = [], False, None
-    after = None                    # the AFTER_RUN lock, once the run said `finish`
+    # (the AFTER_RUN lock, once the program is known)
+    if after is None and key is not None:
+        after = building(cache, AFTER_RUN + key, wait=False).__enter__()
     exit_code = []                  # ("exitcode", ...) messages not yet served
 
     def reply(message):
@@ -516,18 +525,18 @@ def _session(servers, cache, level, reader, write, key, program):
             if message is None:
                 break
             if message[0] == "program":
+                if after is not None and key != message[1]:
+                    after.__exit__(None, None, None)
+                    after = None
                 key, program = message[1], message[2]
+                if after is None:
+                    after = building(cache, AFTER_RUN + key, wait=False).__enter__()
             elif message[0] == "exe":
                 exe = (message[1], message[2] if len(message) > 2 else None)
             elif message[0] == "exitcode":
                 exit_code.append(message[1:])
             elif message[0] in ("build", "finish") and key is not None:
                 queue.append(message)
-                if message[0] == "finish" and after is None:
-                    # (taken as soon as read, not once the builds asked before it
-                    # are done: a run ending meanwhile already leaves its hot code to
-                    # this server)
-                    after = building(cache, AFTER_RUN + key, wait=False).__enter__()
                 if message[0] == "build":
                     try:
                         _server_for(servers, cache, key, program, level).hold(
@@ -791,7 +800,19 @@ def serve(cache, key, program, level):
     except BrilError:
         pass
     servers = {}
-    _session(servers, cache, level, Reader(0), lambda data: os.write(1, data), key, program)
+    after = None
+    try:
+        os.fstat(4)                 # (the after-run lock its run took for it)
+        after = building(cache, AFTER_RUN + key)
+        after.fd = 4
+    except OSError:
+        pass
+    try:
+        _session(servers, cache, level, Reader(0), lambda data: os.write(1, data), key,
+                 program, after)
+    finally:
+        if after is not None:       # (released by the session, unless it failed early)
+            after.__exit__(None, None, None)
     os.close(1)
     return servers
 
