@@ -109,7 +109,8 @@ def test_a_run_long_enough_has_its_program_compiled_whole_hot_loops_or_not(tmp_p
     # may find nothing hot before the run ends: the run's length alone has the
     # program compiled whole for the next plain run, which else stayed as slow.
     import time
-    from bril.backend.jit import EXE_AFTER_RUN, Jit
+    from bril.backend.jit import Jit
+    from bril.backend.jit_policy import EXE_AFTER_RUN
     from bril.ir.text import parse_program
     prog = parse_program(DIVIDE)
     key = program_exe.key_of(bril_json(DIVIDE).encode(), False)
@@ -119,6 +120,34 @@ def test_a_run_long_enough_has_its_program_compiled_whole_hot_loops_or_not(tmp_p
     assert jit._executable_wanted(None) is None         # (a run too short for it)
     jit.began -= EXE_AFTER_RUN
     assert jit._executable_wanted(None) == key
+
+
+def test_a_run_the_jit_never_came_into_still_has_its_program_compiled_whole(
+        tmp_path, monkeypatch):
+    # A run in the first tier to its end (pythagorean_triple's 28 ms) has no JIT to
+    # finish it: long enough, its program is compiled whole all the same, and no
+    # profile is written (nothing was learned: the next run would attach at once).
+    import io
+    import time
+    from bril.backend.jit_deferred import DeferredJit
+    from bril.backend.jit_policy import EXE_AFTER_RUN
+    from bril.interpreter.interp import compile_program
+    from bril.ir.text import parse_program
+    monkeypatch.setenv("BRIL_JIT_PRECOMPILE", "wait")
+    cache = CodeCache(str(tmp_path))
+    prog = parse_program(DIVIDE)
+    key = program_exe.key_of(bril_json(DIVIDE).encode(), False)
+    for long_enough in (False, True):
+        compiled, _ = compile_program(prog, out=io.StringIO())
+        jit = DeferredJit(cache, shared_heap=None, exe_key=key)
+        jit.source = (prog, None, [], None)
+        jit.attach(compiled)
+        if long_enough:
+            jit.began = time.perf_counter() - EXE_AFTER_RUN
+        jit.finish()
+        assert jit.jit is None
+        assert program_exe.cached(cache, key) is long_enough
+        assert not os.path.exists(tmp_path / "profile")
 
 
 def test_the_server_builds_with_the_installed_bril_wherever_brili_starts(tmp_path):

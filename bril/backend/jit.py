@@ -98,11 +98,6 @@ PREDICTED_PAY_BACK = 3
 # even at this, and short runs are where most of a warm run is interpreted
 # (mat-mul 80: its printing loop, one sample, was 10 of a warm run's 40 ms).
 PRECOMPILE_HOT = jit_policy.SAMPLE_INTERVAL
-# A run this long (seconds) has its program compiled whole for the next plain run,
-# hot loops or not: the JIT of a 50 ms run came in 2 ms before its end, found
-# nothing hot, and the runs after it stayed as slow (primes-between, eval input:
-# 55 ms, 17 ms with the executable).
-EXE_AFTER_RUN = 0.02
 # With a compile server on another core (`bril.backend.jit_client`), compiling costs
 # the interpreter nothing: a loop or function is asked for once the sampler has seen
 # it hot this long (seconds: a few looks), hot code an earlier run saw at once.
@@ -1047,6 +1042,13 @@ class Jit:
             from .jit_server import wait_for_builds
             wait_for_builds(self.cache)
 
+    def after_unattached_run(self):
+        """After a run this JIT was attached to only as it ended (it never came in):
+        the program's executable for the next plain run, if the run was long enough
+        (`_executable_wanted`); no profile is written -- nothing was learned."""
+        self.stopped = True
+        self._precompile(None)
+
     def _ask_exit_code(self, server, index):
         """Have the server generate, for the next run, the Python code this run goes
         on in when a region of function `index` hands back (its jitx variant, as
@@ -1075,7 +1077,7 @@ class Jit:
         hot = self.server is not None or (profile is not None and (
             profile["regions"] or profile["calls"]
             or any(s >= PRECOMPILE_HOT for s in profile["hot"].values()))) \
-            or time.perf_counter() - self.began >= EXE_AFTER_RUN
+            or time.perf_counter() - self.began >= jit_policy.EXE_AFTER_RUN
         if not hot:
             return None
         from . import jitcache, program_exe

@@ -107,12 +107,23 @@ class DeferredJit:
         jit._sample_loop()          # this thread goes on as its sampler
 
     def finish(self):
-        """After the run (see `bril.backend.jit.Jit.finish`)."""
+        """After the run (see `bril.backend.jit.Jit.finish`).  A run the JIT never came
+        into that lasted jit_policy.EXE_AFTER_RUN still has its program compiled whole
+        for the next plain run."""
         with self.lock:
             self.stopped = True
             jit = self.jit
         if jit is not None:
             jit.finish()
+        elif self.began is not None and self.options.get("exe_key") is not None \
+                and time.perf_counter() - self.began >= jit_policy.EXE_AFTER_RUN:
+            try:
+                jit = self._make()
+                jit.began = self.began
+                jit.attach(self.compiled, self.looked_up, sampler_thread=self.main_thread)
+                jit.after_unattached_run()
+            except Exception:       # (the run is over and exact: nothing more to do)
+                pass
 
     def report(self):
         """The JIT's report (`bril.backend.jit.Jit.report`); nothing ran natively if it never

@@ -18,6 +18,12 @@ PAY_BACK = 12
 # memory can turn native in their first run (the heap cannot move once pointers
 # exist); False: only where an earlier run's profile asks for it.
 SHARED_HEAP_FROM_START = True
+# A run this long (seconds, from when the program began) has its program compiled
+# whole for the next plain run, hot loops or not, the JIT come in or not: the JIT of
+# a 50 ms run came in 2 ms before its end and found nothing hot (primes-between, eval
+# input: 55 ms, 17 ms with the executable); pythagorean_triple's 28 ms ran in the
+# cold tier until its end, and its JIT never came in.
+EXE_AFTER_RUN = 0.02
 # Arrivals at a loop header (or calls, times `bril.backend.jit.CALLS_PER_HOT`) that make
 # it hot when counting (`brili --jit --hot N`).
 DEFAULT_HOT = 1000
