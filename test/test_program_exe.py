@@ -124,13 +124,13 @@ def test_a_run_long_enough_has_its_program_compiled_whole_hot_loops_or_not(tmp_p
 
 def test_a_run_the_jit_never_came_into_still_has_its_program_compiled_whole(
         tmp_path, monkeypatch):
-    # A run in the first tier to its end (pythagorean_triple's 28 ms) has no JIT to
-    # finish it: long enough, its program is compiled whole all the same, and no
-    # profile is written (nothing was learned: the next run would attach at once).
+    # A run in the first tier to its end (pythagorean_triple 300: 357,617
+    # instructions) has no JIT to finish it: long enough, its program is compiled
+    # whole all the same, and no profile is written (nothing was learned: the next
+    # run would attach at once).
     import io
-    import time
     from bril.backend.jit_deferred import DeferredJit
-    from bril.backend.jit_policy import EXE_AFTER_RUN
+    from bril.backend.jit_policy import EXE_AFTER_INSTRS
     from bril.interpreter.interp import compile_program
     from bril.ir.text import parse_program
     monkeypatch.setenv("BRIL_JIT_PRECOMPILE", "wait")
@@ -142,8 +142,7 @@ def test_a_run_the_jit_never_came_into_still_has_its_program_compiled_whole(
         jit = DeferredJit(cache, shared_heap=None, exe_key=key)
         jit.source = (prog, None, [], None)
         jit.attach(compiled)
-        if long_enough:
-            jit.began = time.perf_counter() - EXE_AFTER_RUN
+        compiled.ns["_N"] = EXE_AFTER_INSTRS - 1 + long_enough     # (instructions run)
         jit.finish()
         assert jit.jit is None
         assert program_exe.cached(cache, key) is long_enough

@@ -108,15 +108,14 @@ class DeferredJit:
 
     def finish(self):
         """After the run (see `bril.backend.jit.Jit.finish`).  A run the JIT never came
-        into that lasted jit_policy.EXE_AFTER_RUN still has its program compiled whole
-        for the next plain run."""
+        into that ran jit_policy.EXE_AFTER_INSTRS instructions still has its program
+        compiled whole for the next plain run (the JIT imported for that only)."""
         with self.lock:
             self.stopped = True
             jit = self.jit
         if jit is not None:
             jit.finish()
-        elif self.began is not None and self.options.get("exe_key") is not None \
-                and time.perf_counter() - self.began >= jit_policy.EXE_AFTER_RUN:
+        elif self._executable_wanted():
             try:
                 jit = self._make()
                 jit.began = self.began
@@ -124,6 +123,21 @@ class DeferredJit:
                 jit.after_unattached_run()
             except Exception:       # (the run is over and exact: nothing more to do)
                 pass
+
+    def _executable_wanted(self):
+        import os
+        key = self.options.get("exe_key")
+        compiled = self.compiled
+        if key is None or compiled is None or self.source is None \
+                or os.environ.get("BRIL_JIT_PRECOMPILE", "1") == "0":
+            return False
+        cold = compiled.__dict__.get("_cold")
+        count = compiled.ns.get("_N", 0) + (cold.count if cold is not None else 0)
+        if count < jit_policy.EXE_AFTER_INSTRS:
+            return False
+        from . import program_exe
+        return program_exe.eligible(self.source[0]) and \
+            not program_exe.cached(self.cache, key)
 
     def report(self):
         """The JIT's report (`bril.backend.jit.Jit.report`); nothing ran natively if it never

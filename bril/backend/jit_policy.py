@@ -19,11 +19,15 @@ PAY_BACK = 12
 # exist); False: only where an earlier run's profile asks for it.
 SHARED_HEAP_FROM_START = True
 # A run this long (seconds, from when the program began) has its program compiled
-# whole for the next plain run, hot loops or not, the JIT come in or not: the JIT of
-# a 50 ms run came in 2 ms before its end and found nothing hot (primes-between, eval
-# input: 55 ms, 17 ms with the executable); pythagorean_triple's 28 ms ran in the
-# cold tier until its end, and its JIT never came in.
+# whole for the next plain run, hot loops or not: the JIT of a 50 ms run came in 2 ms
+# before its end and found nothing hot (primes-between, eval input: 55 ms, 17 ms with
+# the executable).
 EXE_AFTER_RUN = 0.02
+# A run the JIT never came into (it stayed in the first tier to its end) has its
+# program compiled whole if it ran this many instructions (pythagorean_triple 300:
+# 357,617 in 22-26 ms, and its warm runs stayed interpreted); counted, not timed, so
+# that a tiny run on a busy machine builds nothing.
+EXE_AFTER_INSTRS = 100_000
 # Arrivals at a loop header (or calls, times `bril.backend.jit.CALLS_PER_HOT`) that make
 # it hot when counting (`brili --jit --hot N`).
 DEFAULT_HOT = 1000
