@@ -125,6 +125,9 @@ class DeferredJit:
                 pass
 
     def _executable_wanted(self):
+        """Is the run long enough (counted) for its program to be compiled whole, and
+        is that possible and not done yet?  Looked at before the JIT is imported,
+        which then checks the rest (`bril.backend.jit.Jit._executable_wanted`)."""
         import os
         key = self.options.get("exe_key")
         compiled = self.compiled
