@@ -1292,7 +1292,7 @@ class Jit:
         native entries and exits."""
         out = {"setup_seconds": round(self.setup_seconds, 4), "refused": self.refused,
                "cache_hits": self.cache_hits, "regions": [], "functions": [],
-               "instructions": self._run_instructions(),
+               "instructions": self.compiled.instructions_run(),
                "run_seconds": None if self.run_seconds is None else round(self.run_seconds, 4),
                "server": self.server is not None and self.server.used}
         reported = {(r.index, r.header) for r in self.all_regions}
@@ -1331,9 +1331,6 @@ class Jit:
                     "compiled": False, "compiling": True, "asked_at": round(ask.asked_at, 4)})
         return out
 
-    def _run_instructions(self):
-        cold = self.compiled.__dict__.get("_cold")
-        return self.compiled.ns["_N"] + (cold.count if cold is not None else 0)
 
 
 class _Ask:

@@ -134,9 +134,7 @@ class DeferredJit:
         if key is None or compiled is None or self.source is None \
                 or os.environ.get("BRIL_JIT_PRECOMPILE", "1") == "0":
             return False
-        cold = compiled.__dict__.get("_cold")
-        count = compiled.ns.get("_N", 0) + (cold.count if cold is not None else 0)
-        if count < jit_policy.EXE_AFTER_INSTRS:
+        if compiled.instructions_run() < jit_policy.EXE_AFTER_INSTRS:
             return False
         from . import program_exe
         return program_exe.eligible(self.source[0]) and \

@@ -142,6 +142,11 @@ class CompiledProgram:
             from ..native_runtime.nativert import runtime_library
             self.use_native_heap(runtime_library())
 
+    def instructions_run(self):
+        """The dynamic instruction count so far: generated code's and the cold tier's."""
+        cold = self.__dict__.get("_cold")
+        return self.ns["_N"] + (cold.count if cold is not None else 0)
+
     def use_native_heap(self, rt):
         """Keep the heap in brilrt's region table (`bril.interpreter.heap.NativeHeap`), shared
         with native code; before any code is generated.  Returns the heap."""
@@ -977,8 +982,7 @@ def run(prog, argv=(), *, out=None, base_dir=None, lib_dirs=(), filename=None,
             jit.finish()
         if compiled.heap.leaked():
             raise BrilError("Some memory locations have not been freed by end of execution.")
-        cold = compiled.__dict__.get("_cold")
-        return compiled.ns["_N"] + (cold.count if cold is not None else 0)
+        return compiled.instructions_run()
     finally:
         flush = getattr(out, "flush", None)
         if flush is not None:
