@@ -190,3 +190,25 @@ def test_the_executable_is_compiled_for_the_kinds_the_run_saw(tmp_path):
     assert cache.get(program_exe.KIND, key) != plain.get(program_exe.KIND, key)
     for args in (["-p", "2000", "999999"], ["-p", "2000", "700"], ["-p", "50", "0"]):
         _same(_brili(args, program, tmp_path), _brili(["--no-jit", *args], program, tmp_path))
+
+
+def test_the_executable_is_compiled_for_what_every_run_saw(tmp_path):
+    # A first run passes @step ints, a later one floats (its first tier saw those
+    # only: its generated code came from the cache): the program's JIT profile
+    # keeps both, and the executable a third run has built is compiled for both
+    # (a warm run's first tier sees little: without the earlier runs' kinds, the
+    # executable of benchmarks/dynamic/vector-scale ran its float phase generic,
+    # 1.9x slower).
+    import marshal
+    program = bril_json(program_text("type_profile/flip"))
+    for args in ([LONG, "999999999"], [LONG, "0"]):
+        got = _brili(["-p", *args], program, tmp_path, BRIL_JIT_PRECOMPILE="0")
+        assert got.returncode == 0, got.stderr
+    profiles = [marshal.loads(p.read_bytes()) for p in (tmp_path / "profile").rglob("*")
+                if p.is_file()]
+    assert len(profiles) == 1
+    kinds = profiles[0]["types"]["functions"]["step"]["kinds"]
+    assert {"acc": "int", "x": "int"} in kinds and {"acc": "float", "x": "float"} in kinds
+    got = _brili(["-p", "50", "7"], program, tmp_path, BRIL_JIT_PRECOMPILE="wait")
+    assert got.returncode == 0, got.stderr
+    assert program_exe.cached(CodeCache(str(tmp_path)), program_exe.key_of(program.encode(), False))

@@ -196,6 +196,26 @@ def test_the_profile_a_run_gives_its_executable_has_the_kinds_where_loops_moved(
         {"acc": "float", "step": "float", "x": "float"}]}}}
 
 
+def test_what_runs_saw_is_merged_for_the_executable():
+    """`type_profile.merged`: each function's sets of kinds and each loop header's,
+    the old first, new ones added up to the caps (what the runs of a program saw,
+    kept in its JIT profile for its executable)."""
+    ints, floats = {"a": "int"}, {"a": "float"}
+    old = {"bril-type-profile": 1, "functions": {
+        "f": {"kinds": [ints], "loops": {"l": [ints]}}, "g": {"kinds": [ints]}}}
+    new = {"bril-type-profile": 1, "functions": {
+        "f": {"kinds": [floats, ints], "loops": {"l": [floats], "m": [ints]}},
+        "h": {"kinds": [], "loops": {"l": [floats]}}}}
+    assert type_profile.merged(old, new) == {"bril-type-profile": 1, "functions": {
+        "f": {"kinds": [ints, floats], "loops": {"l": [ints, floats], "m": [ints]}},
+        "g": {"kinds": [ints]}, "h": {"kinds": [], "loops": {"l": [floats]}}}}
+    assert type_profile.merged(None, new)["functions"]["f"]["kinds"] == [floats, ints]
+    many = [{"a": "int", "n": str(i)} for i in range(10)]
+    big = type_profile.merged(None, {"functions": {"f": {"kinds": many, "loops": {"l": many}}}})
+    assert big["functions"]["f"]["kinds"] == many[:type_profile.KINDS_KEPT]
+    assert big["functions"]["f"]["loops"]["l"] == many[:interp.HEADER_KINDS_KEPT]
+
+
 def _family_builds(tmp_path):
     """{name: (Built, number of variants)} of the dynamic family, each compiled for
     the profile of a run on its ARGS."""

@@ -993,6 +993,9 @@ class Jit:
                 hot[what] = max(hot.get(what, 0.0), round(seconds, 4))
             profile["heap"] = bool(profile.get("heap") or self.heap is not None
                                    or self.wanted_heap)
+            types = self._exe_profile(profile)
+            if types is not None and types["functions"]:
+                profile["types"] = types
             # Nothing hot, nothing to remember -- except a unit that wanted the heap:
             # a run that counts arrivals (`--hot N`) keeps no other trace of it, and
             # the next run must set the heap up from its start for pointer code to
@@ -1037,7 +1040,7 @@ class Jit:
                 if isinstance(what, tuple):
                     self._ask_exit_code(self.server, what[0])
             self.server.finish(todo, wait=mode == "wait", exe=exe,
-                               profile=self._exe_profile() if exe is not None else None)
+                               profile=self._exe_profile(profile) if exe is not None else None)
         if mode == "wait" and self.cache is not None:
             from .jit_server import wait_for_builds
             wait_for_builds(self.cache)
@@ -1062,13 +1065,16 @@ class Jit:
         if key is not None:
             server.exit_code(index, key, self.compiled.native_heap)
 
-    def _exe_profile(self):
-        """The kinds this run's first tier saw the `any` parameters hold, as a type
-        profile for the program's executable (`bril.interpreter.type_profile.seen`)."""
+    def _exe_profile(self, profile=None):
+        """The kinds earlier runs (their JIT `profile`, else the one this run read)
+        and this run's first tier saw the `any` parameters and the loop headers'
+        `any` variables hold, as a type profile for the program's executable
+        (`bril.interpreter.type_profile.seen`, `merged`)."""
         if self.compiled is None:
             return None
         from ..interpreter import type_profile
-        return type_profile.seen(self.compiled)
+        earlier = (profile if profile is not None else self.profile or {}).get("types")
+        return type_profile.merged(earlier, type_profile.seen(self.compiled))
 
     def _executable_wanted(self, profile):
         """The key of the program's whole executable if the compile server should build

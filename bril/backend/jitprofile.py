@@ -2,7 +2,8 @@
 
 A *profile* belongs to a program (keyed by all its functions): which regions
 and functions were hot in earlier runs, how long they ran interpreted, which
-units they have, and whether native code needed the shared heap.  A run that
+units they have, whether native code needed the shared heap, and the kinds the
+runs' first tier saw `any` values hold ("types", for the program's executable).  A run that
 finds one enters native code at the first arrival instead of counting first.
 
 Kept apart from `bril.backend.jitcache` (the units) because every `--jit` run looks

@@ -14,10 +14,11 @@ of the interpreter, only Python's start-up, a read and a hash remain.  Output,
 `-p` counts and errors are the executable's, which the tests hold to the
 interpreter's (`brilc` is the same compiler).
 
-The executable is compiled for the kinds the run that asked for it saw each
-function's `any` parameters hold (as `brilc --profile` compiles; a call passing
-others takes the generic code): a dynamic program's warm runs gain what a profile
-gains its executable.
+The executable is compiled for the kinds the runs of the program so far saw each
+function's `any` parameters and each loop header's `any` variables hold (kept in
+its JIT profile, `bril.interpreter.type_profile.merged`; as `brilc --profile`
+compiles; a call passing others takes the generic code): a dynamic program's warm
+runs gain what a profile gains its executable.
 
 This is the tier for the short runs that dominate Bril use: a warm run of a
 program the reference interprets in 0.2-2 s spends most of its time starting up,
@@ -102,8 +103,8 @@ def eligible(prog):
 
 def build(cache, key, prog, profile=None):
     """Compile `prog` whole into the cache under `key` (as `brilc` would, with
-    `--profile` if `profile`, a type profile's JSON data: the kinds the run that
-    asked saw, `bril.interpreter.type_profile.seen`); raises BrilError (or LLVM's
+    `--profile` if `profile`, a type profile's JSON data: the kinds the runs so far
+    saw, `bril.interpreter.type_profile.merged`); raises BrilError (or LLVM's
     errors) if it cannot be built or kept."""
     from ..ir.errors import BrilError
     from . import llvm_lower, native

@@ -120,6 +120,32 @@ def seen(compiled):
     return {FORMAT: VERSION, "functions": functions}
 
 
+def merged(old, new):
+    """Two profiles of `seen`'s shape as one: for each function the sets of kinds of
+    both (the old first; KINDS_KEPT at most), and of each loop header's
+    (HEADER_KINDS_KEPT at most).  What runs of a program saw, kept in its JIT profile
+    (`bril.backend.jit`): a warm run's first tier sees little (its code comes from
+    the cache, and native code runs the loops), the first run's much."""
+    from .interp import HEADER_KINDS_KEPT
+    functions = {name: {"kinds": list(entry.get("kinds", ())),
+                        "loops": {label: list(sets) for label, sets in entry.get("loops", {}).items()}}
+                 for name, entry in ((old or {}).get("functions") or {}).items()}
+    for name, entry in ((new or {}).get("functions") or {}).items():
+        mine = functions.setdefault(name, {"kinds": [], "loops": {}})
+        for kinds in entry.get("kinds", ()):
+            if kinds not in mine["kinds"] and len(mine["kinds"]) < KINDS_KEPT:
+                mine["kinds"].append(kinds)
+        for label, sets in entry.get("loops", {}).items():
+            have = mine["loops"].setdefault(label, [])
+            for kinds in sets:
+                if kinds not in have and len(have) < HEADER_KINDS_KEPT:
+                    have.append(kinds)
+    for entry in functions.values():
+        if not entry["loops"]:
+            del entry["loops"]
+    return {FORMAT: VERSION, "functions": functions}
+
+
 def write(path, profile):
     """Write a profile to path, atomically."""
     import json             # (not at the top: json brings re and enum, ~14 ms)
