@@ -209,6 +209,6 @@ def test_the_executable_is_compiled_for_what_every_run_saw(tmp_path):
     assert len(profiles) == 1
     kinds = profiles[0]["types"]["functions"]["step"]["kinds"]
     assert {"acc": "int", "x": "int"} in kinds and {"acc": "float", "x": "float"} in kinds
-    got = _brili(["-p", "50", "7"], program, tmp_path, BRIL_JIT_PRECOMPILE="wait")
+    got = _brili(["-p", LONG, "7"], program, tmp_path, BRIL_JIT_PRECOMPILE="wait")
     assert got.returncode == 0, got.stderr
     assert program_exe.cached(CodeCache(str(tmp_path)), program_exe.key_of(program.encode(), False))

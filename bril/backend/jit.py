@@ -1018,6 +1018,15 @@ class Jit:
         BRIL_JIT_PRECOMPILE=0: nothing more is built after the run; =wait: wait
         for it, and for every build in flight for this cache (benchmarks, tests)."""
         mode = os.environ.get("BRIL_JIT_PRECOMPILE", "1")
+        if mode == "wait" and self.server is None and self.cache is not None:
+            # (what is left to build is decided once every server at work is done: an
+            # earlier run's, building what that run asked for late, holds the
+            # program's after-run lock -- which tells a run without a server of its
+            # own to leave the rest to it -- but was told to build nothing more if its
+            # run had BRIL_JIT_PRECOMPILE=0: a benchmark's plain runs, then runs that
+            # wait, never had the program's executable built)
+            from .jit_server import wait_for_builds
+            wait_for_builds(self.cache)
         todo = []
         if profile is not None and mode != "0" and self.source is not None:
             from . import jitcache
