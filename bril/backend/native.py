@@ -23,6 +23,7 @@ link.
 
 import hashlib
 import os
+import sys
 import tempfile
 import threading
 
@@ -208,7 +209,8 @@ def emit_llvm(module, level=2, light=False):
 
 # --- the C side: linking with the run-time library (bril.native_runtime.nativert) -----
 
-from ..native_runtime.nativert import c_compiler, run_tool, runtime_object, runtime_shared_object
+from ..native_runtime.nativert import (c_compiler, on_path, run_tool, runtime_object,
+                                       runtime_shared_object)
 
 
 def link_executable(object_path, out_path):
@@ -323,9 +325,7 @@ def _unit_linker():
     a unit needs no C start-up files, and `cc -shared` spends 17 ms starting its
     driver around the 4.5 ms of `ld`'s work (the JIT's units are on a first run's
     path: asked for, compiled, then used); else None."""
-    import sys
-    from ..native_runtime.nativert import _on_path
-    if sys.platform.startswith("linux") and not os.environ.get("CC") and _on_path("ld"):
+    if sys.platform.startswith("linux") and not os.environ.get("CC") and on_path("ld"):
         return "ld"
     return None
 
@@ -342,12 +342,13 @@ def build_shared_object(module, level=2):
     try:
         with obj:
             obj.write(emit_object(module, level))
-        ld = _unit_linker()
-        try:
-            linked = ld is not None and run_tool(
-                [ld, "-shared", "-Bsymbolic", "-o", out, obj.name, "-lm"], "linking") is None
-        except BrilError:
-            linked = False          # (the C compiler's driver knows better)
+        ld, linked = _unit_linker(), False
+        if ld is not None:
+            try:
+                run_tool([ld, "-shared", "-Bsymbolic", "-o", out, obj.name, "-lm"], "linking")
+                linked = True
+            except BrilError:
+                pass                # (the C compiler's driver may know better)
         if not linked:
             run_tool([cc, *_UNIT_LINK_FLAGS, "-o", out, obj.name, "-lm"], "linking compiled code")
         with open(out, "rb") as fh:

@@ -21,12 +21,12 @@ def c_compiler():
     if cc:
         return cc
     for name in ("cc", "gcc", "clang"):
-        if _on_path(name):
+        if on_path(name):
             return name
     return None
 
 
-def _on_path(name):
+def on_path(name):
     """Is there an executable `name` on $PATH?  (What `shutil.which` answers, but
     importing shutil costs a run that loads cached native code more than this.)"""
     for folder in os.environ.get("PATH", os.defpath).split(os.pathsep):
