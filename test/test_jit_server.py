@@ -51,6 +51,16 @@ def _attached(text, cache):
     return jit, compiled, main, fc
 
 
+def _loop_run(tmp_path, monkeypatch):
+    """(cache, Jit, compiled, main, loop header): LOOP attached to a JIT with a cache
+    in tmp_path, building after runs (BRIL_JIT_PRECOMPILE=1) -- the after-run lock's
+    tests."""
+    monkeypatch.setenv("BRIL_JIT_PRECOMPILE", "1")
+    cache = CodeCache(str(tmp_path))
+    jit, compiled, main, fc = _attached(LOOP, cache)
+    return cache, jit, compiled, main, fc.loops[0].header
+
+
 def test_messages_cross_the_pipe_whole():
     r, w = os.pipe()
     os.write(w, frame(("build", 1, (2, 3), [([1, 2], [1])])) + frame(("finish", [4]))[:5])
@@ -190,10 +200,7 @@ def test_a_run_ending_while_a_server_builds_what_the_last_one_found_hot_starts_n
     # them to that server instead of starting a second one (5-10 ms of its exit and
     # a second LLVM on a machine already compiling).
     from bril.backend.jit_server import AFTER_RUN, wait_for_builds
-    monkeypatch.setenv("BRIL_JIT_PRECOMPILE", "1")
-    cache = CodeCache(str(tmp_path))
-    jit, compiled, main, fc = _attached(LOOP, cache)
-    header = fc.loops[0].header
+    cache, jit, compiled, main, header = _loop_run(tmp_path, monkeypatch)
     jit.hot_seconds[(main, header)] = 1.0
     with building(cache, AFTER_RUN + jit.profile_key):
         jit.finish()
@@ -215,10 +222,7 @@ def test_a_server_holds_the_after_run_lock_from_its_spawn_and_a_rerun_starts_non
     # first moment: a rerun started meanwhile waits for that server (no second one,
     # importing LLVM beside it, every time: eight-queens' rerun 0.10-0.14 s -> 0.07-0.10 s).
     from bril.backend.jit_server import AFTER_RUN, wait_for_builds
-    monkeypatch.setenv("BRIL_JIT_PRECOMPILE", "1")
-    cache = CodeCache(str(tmp_path))
-    jit, compiled, main, fc = _attached(LOOP, cache)
-    header = fc.loops[0].header
+    cache, jit, compiled, main, header = _loop_run(tmp_path, monkeypatch)
     server = CompileServer(cache, jit.profile_key, program_key(compiled.linked), 2)
     assert server.start(jit.source)
     assert being_built(cache, AFTER_RUN + jit.profile_key)    # (before it even started)
