@@ -73,6 +73,15 @@ def test_messages_cross_the_pipe_whole():
     assert reader.read() is None
 
 
+def test_the_server_builds_the_newest_ask_first_and_finishes_last():
+    # (the sampler asks for what the program runs now: an older ask may be for a
+    # loop it has left)
+    from bril.backend.jit_server import next_message
+    queue = [("build", 1, (0, 1), None), ("build", 2, (0, 5), None), ("finish", [])]
+    assert [next_message(queue)[1] for _ in range(3)] == [2, 1, []]
+    assert queue == []
+
+
 def test_the_server_builds_a_region_into_the_cache(tmp_path):
     cache = CodeCache(str(tmp_path))
     jit, compiled, main, fc = _attached(LOOP, cache)

@@ -8,7 +8,7 @@ the program goes through the code cache (`("program", PROGRAM_KEY)`, as the JIT
 stored it: the key is a digest of the whole program, `jitprofile.program_key`, so
 two programs of one outline never take each other's place).  The server imports llvmlite and makes its target machine at once,
 while the interpreter runs on, then builds what it is asked, one unit at a time,
-in the order asked: each into the code cache (`bril.backend.jitcache`), replying
+the newest ask first (`next_message`): each into the code cache (`bril.backend.jitcache`), replying
 when it is there.  The interpreter loads it with the dynamic loader at the next
 arrival at the loop, or binds the function to it.
 
@@ -490,7 +490,7 @@ AFTER_RUN = "after-"
 
 
 def _session(servers, cache, level, reader, write, key, program, after=None):
-    """Serve one run: build what it asks, in order, replying to each; when it is over
+    """Serve one run: build what it asks (`next_message`), replying to each; when it is over
     (it said `finish`, or its end of the connection closed), build what it found hot
     and never asked for, and note every unit in the program's profile.  `after`: the
     program's AFTER_RUN lock if the run that started this server took it."""
@@ -545,7 +545,7 @@ def _session(servers, cache, level, reader, write, key, program, after=None):
                         pass
         if not queue:
             break
-        message = queue.pop(0)
+        message = next_message(queue)
         if message[0] == "finish":
             todo = list(message[1])
             ack = len(message) > 2 and message[2]
@@ -598,6 +598,16 @@ def _session(servers, cache, level, reader, write, key, program, after=None):
             after.__exit__(None, None, None)
     if ack:
         reply(("finished",))
+
+
+def next_message(queue):
+    """The queued message a session serves next, taken off `queue`: the newest ask
+    first -- the sampler asks for what the program runs now, and an older ask may be
+    for a loop it has left (mat-mul's first run had @randarray's loop built, over by
+    then, before @matmul's: 0.1 s more interpreted) --, the run's `finish` after every
+    build it queued."""
+    builds = [i for i, m in enumerate(queue) if m[0] == "build"]
+    return queue.pop(builds[-1] if builds else 0)
 
 
 def _generate_exit_code(servers, cache, key, program, level, messages):
