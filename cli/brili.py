@@ -268,12 +268,18 @@ def _executable(opts, read):
     cache = CodeCache()
     path = program_exe.find(cache, key)
     if path is not None:
-        if os.environ.get("BRIL_JIT_PRECOMPILE") == "wait":
-            # (what a run asked to wait for the builds in flight does, this one too)
-            from bril.backend.jit_server import wait_for_builds
-            wait_for_builds(cache)
+        _wait_if_asked(cache)       # (before: this process becomes the executable)
         program_exe.execute(path, opts.profile, opts.args)
     return key
+
+
+def _wait_if_asked(cache):
+    """With BRIL_JIT_PRECOMPILE=wait, wait for every build in flight in the code cache,
+    this run's or another run's (a script's next command then finds what they
+    build), whatever engine ran the program."""
+    if cache is not None and os.environ.get("BRIL_JIT_PRECOMPILE") == "wait":
+        from bril.backend.jit_server import wait_for_builds
+        wait_for_builds(cache)
 
 
 def _load_json(data):
@@ -339,6 +345,10 @@ def _run_program(prog, filename, opts):
                     cache=_code_cache(opts), observe=_observer(opts))
         if opts.trace is not None:
             _write_atomically(opts.trace, _json_text(prog))
+    if opts.jit:
+        # (also after a run the JIT attached to, which waited for its own server: a
+        # run it never came into did not)
+        _wait_if_asked(_code_cache(opts))
     if opts.profile:
         sys.stderr.write(f"total_dyn_inst: {count}\n")
     return 0

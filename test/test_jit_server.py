@@ -6,6 +6,7 @@ the next arrival, kept for the next run, and `brili` running the JIT by default.
 import io
 import json
 import os
+import subprocess
 import time
 
 import pytest
@@ -21,7 +22,7 @@ from bril.ir.text import parse_program
 from bril.native_runtime import nativert
 
 from corpus import program_text
-from helpers import bril_json, run_brili
+from helpers import BRILI, bril_json, run_brili
 
 pytestmark = pytest.mark.skipif(nativert.c_compiler() is None, reason="no C compiler")
 
@@ -329,6 +330,30 @@ def test_the_next_run_is_warm_whatever_the_timing(tmp_path):
     assert first.stderr == plain.stderr and warm.stderr.endswith(plain.stderr)
     assert after.returncode == 0
     assert "compiled in 0.000 s" in warm.stderr and "native from" in warm.stderr
+
+
+@pytest.mark.parametrize("text, out, count", [
+    ("@main {\n  x: int = const 4;\n  print x;\n}", "4", 2),    # no loop: no JIT
+    ("@main {\n  i: int = const 0;\n  one: int = const 1;\n  n: int = const 3;\n"
+     ".l:\n  i: int = add i one;\n  c: bool = lt i n;\n  br c .l .done;\n"
+     ".done:\n  print i;\n}", "3", 13),                             # over before the JIT came in
+], ids=["no-loop", "short-loop"])
+def test_a_wait_run_waits_for_builds_in_flight_whatever_engine_ran_it(tmp_path, text, out,
+                                                                      count):
+    # BRIL_JIT_PRECOMPILE=wait: a run waits at its end for every build in flight,
+    # another process's too -- also a run too short for the JIT to come in (a
+    # script's next command would miss what the server of the run before builds).
+    env = dict(os.environ, BRIL_CACHE_DIR=str(tmp_path), BRIL_JIT_PRECOMPILE="wait")
+    with building(CodeCache(str(tmp_path)), "a-unit-in-flight"):
+        run = subprocess.Popen([*BRILI, "-p"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, env=env)
+        run.stdin.write(bril_json(text))
+        run.stdin.close()
+        time.sleep(1.5)
+        assert run.poll() is None           # (the program itself ends in milliseconds)
+    assert run.wait(timeout=60) == 0
+    assert run.stdout.read() == out + "\n"
+    assert run.stderr.read() == f"total_dyn_inst: {count}\n"
 
 
 def test_a_long_first_run_asks_its_server_and_stays_exact(tmp_path):
