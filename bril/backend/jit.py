@@ -1389,7 +1389,9 @@ def _when(unit, total):
     if unit.get("asked_at") is not None:
         parts.append(f"asked for at {unit['asked_at']:.3f} s")
     if unit.get("arrived_at") is not None:
-        parts.append(f"native from {unit['arrived_at']:.3f} s")
+        # (a reply that brought no unit -- the build failed -- is no native code)
+        parts.append(("native from" if unit.get("compiled") else "answered at")
+                     + f" {unit['arrived_at']:.3f} s")
     if total and unit.get("native_instructions"):
         parts.append(f"{100 * unit['native_instructions'] / total:.0f}% of the run's "
                      "instructions")
