@@ -23,7 +23,6 @@ memoryviews over their cells, shared with code compiled by the JIT.
 from ..ir import messages as M
 from ..ir.errors import BrilError
 from ..ir.ops import INT_MAX, INT_MIN, wrap64
-from ..native_runtime.resume import get_cell, put_cell, NO_FLAGS_BIT, REGION_ENTRY_BYTES
 from ..ir.values import UNDEF, js_type_text
 
 # Bit masks of value kinds a region accepts in `store` (the reference's typeCheck
@@ -214,15 +213,19 @@ NATIVE_FORMATS = {"int": ("q", 8), "float": ("d", 8), "bool": ("?", 1), "char": 
 _PyBUF_WRITE = 0x200
 
 # Set by _native_setup() (when a NativeHeap is made, to keep brili's start-up
-# fast): the C types (`bril.native_runtime.ffi`), PyMemoryView_FromMemory, and the view a freed
-# region's views are replaced by (released: every access fails).
+# fast): the C types (`bril.native_runtime.ffi`), PyMemoryView_FromMemory, the view a freed
+# region's views are replaced by (released: every access fails), and native code's
+# cell layout (`bril.native_runtime.resume`).
 _ffi = _memory = _DEAD = None
+get_cell = put_cell = NO_FLAGS_BIT = REGION_ENTRY_BYTES = None
 
 
 def _native_setup():
-    global _ffi, _memory, _DEAD
+    global _ffi, _memory, _DEAD, get_cell, put_cell, NO_FLAGS_BIT, REGION_ENTRY_BYTES
     if _ffi is None:
         from ..native_runtime import ffi
+        from ..native_runtime.resume import (get_cell, put_cell, NO_FLAGS_BIT,
+                                             REGION_ENTRY_BYTES)
         memory = ffi.function(ffi.symbol(ffi.dlopen(None), "PyMemoryView_FromMemory"),
                               ffi.py_object, ffi.c_void_p, ffi.c_ssize_t, ffi.c_int,
                               python_api=True)
