@@ -42,7 +42,8 @@ options:
                cache keeps generated code across runs, keyed by the content it
                was made from, in $BRIL_CACHE_DIR, else
                $XDG_CACHE_HOME/bril-speculate, else ~/.cache/bril-speculate
-               (at most $BRIL_CACHE_SIZE bytes, default 256 MB)
+               (about $BRIL_CACHE_SIZE bytes, default 256 MB, measured at
+               most once a minute)
   --cache-info print where the code cache is, its entries and size; then exit
   --cache-clear
                empty the code cache; then exit
