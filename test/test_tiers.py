@@ -106,6 +106,22 @@ def test_deep_recursion_while_functions_get_promoted():
     assert check_text(src, ["20000"], osr=False)[0] == "20000\n"
 
 
+def test_a_recursive_descent_moves_to_generated_code_before_it_returns():
+    # A function's work in the cold tier is counted as it runs: the 700th call of a
+    # descent finds it past its budget and runs generated code, as do the calls below
+    # it.  (Counted as activations returned, the whole descent stayed in the cold tier:
+    # ten times slower, three Python frames a call.)
+    import io
+    from bril.interpreter.interp import run
+    seen = []
+    out = io.StringIO()
+    total = run(parse_program(program_text("tiers/deep_recursion")), ["20000"], out=out,
+                observe=seen.append)
+    assert out.getvalue() == "20000\n"
+    cold = seen[0].cold.count
+    assert cold < 10_000 < total, (cold, total)
+
+
 def test_unset_variable_read_in_the_cold_tier():
     src = program_text("tiers/unset_variable")
     out, count, error = check_text(src, ["false"], osr=False)
