@@ -87,8 +87,6 @@ SCALARS = {"int": I64, "bool": I1, "float": F64, "char": I32}
 # Deeper pointer types are not compiled: their tags would not fit below a region id
 # in a ptr<any> cell (`ANY_CELL`).
 MAX_PTR_DEPTH = ((1 << CELL_RID_SHIFT) - max(TAG_BASES.values())) // TAG_PTR_STEP - 1
-# The interpreter's limit on nested calls (bril.interpreter.interp.MAX_CALL_DEPTH; brilrt.c too).
-MAX_CALL_DEPTH = 200_000
 # Instructions a function's loop copies (`LoweredFunction._loop_versions`) may add.
 VERSIONED_INSTRS = 2000
 
@@ -1439,7 +1437,7 @@ class FunctionLowering(Lowering):
         depth = self.rt.glob("brt_depth")
         self.depth = bld.load(depth, typ=I64)
         deeper = bld.add(self.depth, const_int(1))
-        self.check(bld.icmp_signed("<=", deeper, const_int(MAX_CALL_DEPTH)),
+        self.check(bld.icmp_signed("<=", deeper, const_int(M.MAX_CALL_DEPTH)),
                    lambda: bld.call(self.rt.fn("brt_fail_depth"), []))
         bld.store(deeper, depth)
         self.llvm_blocks = [self.fn.append_basic_block(f"b{b.index}" + (

@@ -47,12 +47,14 @@ from ..ir.ops import HELPERS as OP_HELPERS
 from ..ir.support import CHECK_FUNCTIONS, SCALAR_KIND, any_variables
 from ..ir.values import UNDEF, MISSING, format_float, format_value, kind_of, parse_main_args
 
-# Nested Bril calls allowed before "recursion too deep" (the reference, on a 1 MB
-# JavaScript stack, stops far earlier).
-MAX_CALL_DEPTH = 200_000
-# Python frames allowed beyond that for activations in the cold tier (three frames a
-# call; a function is promoted after a few hundred calls at most).
-COLD_FRAMES = 30_000
+# Python frames a Bril call takes at most: three in the cold tier (the call's
+# closure, `invoke`, `activate`), four from there to a function the JIT stands in
+# for; one from generated code to generated code.  Python's recursion limit lets
+# M.MAX_CALL_DEPTH calls of the most through (`--tier cold` once stopped at 77,000,
+# saying "more than 200000"): no run fails before native code would, and a failure's
+# message is true.  A run whose calls take fewer frames may go deeper than native
+# code, which counts them.
+FRAMES_PER_CALL = 4
 # Sets of kinds kept per loop header for the program's executable (`header_history`).
 HEADER_KINDS_KEPT = 4
 THREAD_STACK = 512 * 1024 * 1024
@@ -812,7 +814,7 @@ def _translate(exc):
         # (ops.py's py_nonneg template), which lets Python catch the zero.
         return BrilError(M.DIVISION_BY_ZERO)
     if isinstance(exc, RecursionError):
-        return BrilError(f"recursion too deep (more than {MAX_CALL_DEPTH} nested calls)")
+        return BrilError(M.text(M.RECURSION, depth=M.MAX_CALL_DEPTH))
     if isinstance(exc, TimeLimit):
         return BrilError("time limit exceeded")
     if isinstance(exc, MemoryError):
@@ -848,7 +850,7 @@ def _call_in_big_thread(fn, timeout=None):
     old_limit = sys.getrecursionlimit()
     old_stack = _thread.stack_size()
     try:
-        sys.setrecursionlimit(MAX_CALL_DEPTH + COLD_FRAMES + 200)
+        sys.setrecursionlimit(FRAMES_PER_CALL * M.MAX_CALL_DEPTH + 1000)
         _thread.stack_size(THREAD_STACK)
         # Like a daemon thread: Ctrl-C (delivered to the main thread, whose wait
         # below it interrupts) ends the process even if the program loops forever.

@@ -606,8 +606,7 @@ void brt_heap_reset(void) {
 /* brt_dyn_count (dynamic instructions, added by generated code) and brt_depth
  * (nested Bril calls, kept by generated code) are defined with the heap. */
 
-/* The interpreter's limit on nested calls (bril/interpreter/interp.py MAX_CALL_DEPTH). */
-#define MAX_CALL_DEPTH 200000
+/* MAX_CALL_DEPTH, the limit on nested calls, comes with the messages (bril/ir/messages.py). */
 
 NORETURN void brt_fail_depth(void) {
     failf(BRT_MSG_RECURSION, (long long)MAX_CALL_DEPTH);
