@@ -519,6 +519,19 @@ def test_brilc_errors_are_one_line(tmp_path, args, src, message):
     assert err.startswith(message) and err.count("\n") == 1
 
 
+@pytest.mark.parametrize("where, reason", [
+    ("missing/x", "No such file or directory"), (".", "Is a directory")],
+    ids=["no-folder", "a-folder"])
+def test_brilc_says_when_it_cannot_write_its_output(tmp_path, where, reason):
+    # (the linker's message named a temporary file; a rename onto a folder was an
+    # "internal error")
+    out = tmp_path / where
+    done = brilc(["-o", str(out)], input=json.dumps(parse_program(SUM)).encode())
+    assert done.returncode == 2
+    assert done.stderr.decode() == f"error: cannot write {out}: {reason}\n"
+    assert list(tmp_path.iterdir()) == []          # (nothing left beside it)
+
+
 def test_jit_compiles_in_process_with_a_cache_and_callbacks():
     from llvmlite import ir
     i64 = ir.IntType(64)

@@ -21,6 +21,7 @@ compile the small run-time library once (cached by its source's hash) and to
 link.
 """
 
+import errno
 import hashlib
 import os
 import sys
@@ -221,20 +222,35 @@ def link_executable(object_path, out_path):
 
 def build_executable(module, out_path, level=2, light=False):
     """Compile a lowered program (`bril.backend.llvm_lower`) to an executable at out_path
-    (linked beside it under another name, then renamed: never half-written)."""
-    obj = emit_object(module, level, light=light)
-    runtime_object()
-    fd, tmp = tempfile.mkstemp(suffix=".o")
+    (linked beside it under another name, then renamed: never half-written);
+    BrilError `cannot write OUT_PATH: reason` if it cannot be written there."""
+    given = out_path
     out_path = os.path.abspath(out_path)
     linked = os.path.join(os.path.dirname(out_path),
                           f".{os.path.basename(out_path)}.{os.getpid()}.tmp")
     try:
+        # (the place is tried first: the linker would fail only after LLVM's work, in
+        # a message naming the temporary file, and a rename onto a folder in none)
+        if os.path.isdir(out_path):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
+        os.close(os.open(linked, os.O_WRONLY | os.O_CREAT, 0o700))
+    except OSError as e:
+        raise BrilError(f"cannot write {given}: {e.strerror}") from None
+    tmp = None
+    try:
+        obj = emit_object(module, level, light=light)
+        runtime_object()
+        fd, tmp = tempfile.mkstemp(suffix=".o")
         with os.fdopen(fd, "wb") as fh:
             fh.write(obj)
         link_executable(tmp, linked)
-        os.replace(linked, out_path)
+        try:
+            os.replace(linked, out_path)
+        except OSError as e:
+            raise BrilError(f"cannot write {given}: {e.strerror}") from None
     finally:
-        os.unlink(tmp)
+        if tmp is not None:
+            os.unlink(tmp)
         if os.path.exists(linked):
             os.unlink(linked)
 
