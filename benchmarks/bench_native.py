@@ -140,7 +140,7 @@ def wait_for_builds(command, cache_dir, env):
     BRIL_JIT_PRECOMPILE=wait waits for every build in flight)."""
     harness.run_interp(command, harness.to_json_text("@main { }"), [],
                        env=dict(env, BRIL_JIT_PRECOMPILE="wait"))
-    from bril.backend.jit_server import wait_for_builds as wait
+    from bril.cache.buildlocks import wait_for_builds as wait
     from bril.cache.codecache import CodeCache
     wait(CodeCache(cache_dir))
 

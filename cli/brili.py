@@ -279,7 +279,7 @@ def _wait_if_asked(cache):
     this run's or another run's (a script's next command then finds what they
     build), whatever engine ran the program."""
     if cache is not None and os.environ.get("BRIL_JIT_PRECOMPILE") == "wait":
-        from bril.backend.jit_server import wait_for_builds
+        from bril.cache.buildlocks import wait_for_builds
         wait_for_builds(cache)
 
 

@@ -327,8 +327,8 @@ def deferred_run(text, args, cache=None):
 
 
 def test_a_short_jit_run_never_starts_the_jit(tmp_path):
-    # The JIT would come in at its sampler's first look (made 30 s here, so that
-    # the run is surely over by then): until then, nothing of it is imported.
+    # The JIT would come in at its sampler's looks (made every 30 s here, so that
+    # the run is surely over before the first): until then, nothing of it is imported.
     # (A cache of its own: a profile of this program, left by another test, would
     # bring the JIT in at once.)
     code = ("import sys\n"
@@ -379,6 +379,28 @@ def test_a_run_that_stays_in_the_cold_tier_never_brings_the_jit_in(tmp_path):
     assert proc.stderr == b"total_dyn_inst: %d\nTrue False\n" % (7 * depth + 2)
 
 
+def test_the_jit_comes_in_only_once_generated_code_ran_early_hot(tmp_path):
+    # Looks every millisecond find the run in generated code (its loop, promoted at
+    # once), but for less than EARLY_HOT (made 60 s here): nothing of the JIT is
+    # imported -- not for the run, not after it.
+    code = ("import sys, time\n"
+            "from bril.backend import jit_policy\n"
+            "jit_policy.SAMPLE_INTERVAL = 0.001\n"
+            "jit_policy.EARLY_HOT = 60.0\n"
+            "from bril.cli import brili\n"
+            "brili.os._exit = sys.exit\n"
+            "start = time.perf_counter()\n"
+            "try:\n    brili.main(['-p', '300000'])\nexcept SystemExit:\n    pass\n"
+            "print(time.perf_counter() - start > 0.02, 'bril.backend.jit' in sys.modules, "
+            "file=sys.stderr)\n")
+    expected = run_outcome(parse_program(PROFILE_PROGRAM), ["300000"])
+    proc = subprocess.run([sys.executable, "-P", "-c", code], input=json.dumps(
+        parse_program(PROFILE_PROGRAM)).encode(), capture_output=True, timeout=120,
+        env=dict(os.environ, BRIL_CACHE_DIR=str(tmp_path), BRIL_JIT_PRECOMPILE="0"))
+    assert proc.stdout.decode() == expected[0]
+    assert proc.stderr.decode() == f"total_dyn_inst: {expected[1]}\nTrue False\n"
+
+
 def test_the_jit_attaches_late_to_a_run_that_lasts(monkeypatch):
     from bril.backend import jit_policy
     monkeypatch.setattr(jit_policy, "SAMPLE_INTERVAL", 0.0)
@@ -420,12 +442,18 @@ def test_the_sampler_charges_the_time_that_passed(monkeypatch):
     got = deferred_run(PROFILE_PROGRAM, ["1500000"])
     assert got[:2] == run_outcome(parse_program(PROFILE_PROGRAM), ["1500000"])[:2]
     late = got[2].jit
-    assert looks and all(abs(e - 0.02) < 1e-9 for e in looks)
+    # The first look also charges what the looks before the JIT came in saw of the run
+    # in generated code (at least jit_policy.EARLY_HOT: `jit_deferred`, on the real
+    # clock); each later one the 20 ms since the look before.
+    first = looks[0]
+    assert first >= jit_policy.EARLY_HOT + 0.02 - 1e-9
+    later = [e for e in looks if e != first]
+    assert later and all(abs(e - 0.02) < 1e-9 for e in later)
     # (a look that finds the run outside generated code -- in the cold tier, at its
     # start or end -- charges nothing)
     main = late.compiled.linked.main_index()
-    whole_looks = late.hot_seconds[main] / 0.02
-    assert 1 <= round(whole_looks) <= len(looks) and abs(whole_looks - round(whole_looks)) < 1e-6
+    whole_looks = (late.hot_seconds[main] - first) / 0.02
+    assert 1 <= round(whole_looks) <= len(later) and abs(whole_looks - round(whole_looks)) < 1e-6
 
 
 LIGHT_CALLEE = program_text("jit/light_callee")

@@ -14,7 +14,8 @@ import pytest
 from bril.backend import jitcache
 from bril.backend.jit import Jit, LoopRegion
 from bril.backend.jit_client import CompileServer
-from bril.backend.jit_server import Reader, being_built, building, frame
+from bril.backend.jit_server import Reader, frame
+from bril.cache.buildlocks import being_built, building
 from bril.backend.jitprofile import load_profile, profile_key, program_key
 from bril.cache.codecache import CodeCache
 from bril.interpreter.interp import compile_program
@@ -132,7 +133,7 @@ def test_a_unit_another_process_is_building_is_waited_for(tmp_path, lock):
     # builds what the run before this one found hot (holding its after-run lock),
     # most often what this run asks for: this run waits for it rather than ask its
     # own server, whose start alone takes longer than that build.
-    from bril.backend.jit_server import AFTER_RUN
+    from bril.cache.buildlocks import AFTER_RUN
     from bril.backend.regions import select_region
     cache = CodeCache(str(tmp_path))
     jit, compiled, main, fc = _attached(LOOP, cache)
@@ -162,7 +163,7 @@ def test_a_lock_that_only_marks_work_is_never_waited_for(tmp_path):
     # waiting for the other's after-run lock: that lock is taken without waiting
     # (and held by nobody if another process has it).
     import time as clock
-    from bril.backend.jit_server import AFTER_RUN
+    from bril.cache.buildlocks import AFTER_RUN
     cache = CodeCache(str(tmp_path))
     with building(cache, AFTER_RUN + "k"):
         start = clock.monotonic()
@@ -180,7 +181,7 @@ def test_waiting_for_builds_sees_a_build_handed_on_after_its_first_look(tmp_path
     # its own, under a lock made then: BRIL_JIT_PRECOMPILE=wait waits for that too.
     import fcntl
     import threading
-    from bril.backend.jit_server import open_lock, wait_for_builds
+    from bril.cache.buildlocks import open_lock, wait_for_builds
     cache = CodeCache(str(tmp_path))
     server = open_lock(cache, "server-1")
     fcntl.flock(server, fcntl.LOCK_EX)
@@ -209,7 +210,7 @@ def test_a_run_ending_while_a_server_builds_what_the_last_one_found_hot_starts_n
     # code it found: the same units would be its own to build after it -- it leaves
     # them to that server instead of starting a second one (5-10 ms of its exit and
     # a second LLVM on a machine already compiling).
-    from bril.backend.jit_server import AFTER_RUN, wait_for_builds
+    from bril.cache.buildlocks import AFTER_RUN, wait_for_builds
     cache, jit, compiled, main, header = _loop_run(tmp_path, monkeypatch)
     jit.hot_seconds[(main, header)] = 1.0
     with building(cache, AFTER_RUN + jit.profile_key):
@@ -231,7 +232,7 @@ def test_a_server_holds_the_after_run_lock_from_its_spawn_and_a_rerun_starts_non
     # 0.1 s to start.  The lock its run took at the spawn is the server's from the
     # first moment: a rerun started meanwhile waits for that server (no second one,
     # importing LLVM beside it, every time: eight-queens' rerun 0.10-0.14 s -> 0.07-0.10 s).
-    from bril.backend.jit_server import AFTER_RUN, wait_for_builds
+    from bril.cache.buildlocks import AFTER_RUN, wait_for_builds
     cache, jit, compiled, main, header = _loop_run(tmp_path, monkeypatch)
     server = CompileServer(cache, jit.profile_key, program_key(compiled.linked), 2)
     assert server.start(jit.source)

@@ -4,7 +4,7 @@ block boundary.
 
 How a run goes (`bril.interpreter.interp.run(..., jit=Jit())`; `brili --jit` starts with a
 `bril.backend.jit_deferred.DeferredJit`, which brings this module in only once the run
-lasts past the sampler's first look, or at once when a profile exists):
+has spent `jit_policy.EARLY_HOT` in generated code, or at once when a profile exists):
 
 1. Every function runs in its *jit variant* (`bril.interpreter.codegen`): the interpreter's
    normal code plus a counter at the function's entry and at each loop header.
@@ -83,12 +83,8 @@ COMPILE_BASE = 0.01
 COMPILE_PER_INSTR = 0.0005
 # (A cold run compiles once a unit has paid back `jit_policy.PAY_BACK` times.)
 # The sampler looks at the running program's stack every `jit_policy.SAMPLE_INTERVAL`
-# seconds (`bril.backend.jit_deferred`, where the JIT comes in at the first look), this
-# many frames deep.
+# seconds, this many frames deep.
 SAMPLE_DEPTH = 64
-# The most one look charges (seconds): after a pause (the sampler compiling, the
-# process stopped), what ran in between is not all the loop seen now.
-MAX_CHARGE = 20 * jit_policy.SAMPLE_INTERVAL
 # With a profile: compile at once what an earlier run saw hot for this many times
 # the predicted cost.
 PREDICTED_PAY_BACK = 3
@@ -98,10 +94,6 @@ PREDICTED_PAY_BACK = 3
 # even at this, and short runs are where most of a warm run is interpreted
 # (mat-mul 80: its printing loop, one sample, was 10 of a warm run's 40 ms).
 PRECOMPILE_HOT = jit_policy.SAMPLE_INTERVAL
-# With a compile server on another core (`bril.backend.jit_client`), compiling costs
-# the interpreter nothing: a loop or function is asked for once the sampler has seen
-# it hot this long (seconds: a few looks), hot code an earlier run saw at once.
-EARLY_HOT = 3 * jit_policy.SAMPLE_INTERVAL
 # A function becomes native code, whole, after this many times `hot` calls
 # (compiling one costs about as much as interpreting a few thousand calls).
 CALLS_PER_HOT = 5
@@ -417,7 +409,10 @@ class Jit:
 
     # --- the sampler ------------------------------------------------------------------
 
-    def _sample_loop(self):
+    def _sample_loop(self, seen=0.0):
+        """The sampler's thread, from now to the run's end.  `seen`: seconds the
+        run has spent in generated code before the JIT came in, charged to what
+        runs now (`bril.backend.jit_deferred`, whose looks saw it)."""
         import _thread
         import sys
         own = _thread.get_ident()
@@ -425,12 +420,13 @@ class Jit:
         # run to run: at a fixed phase, a loop that always runs between the same
         # two looks (mat-mul's first, 3 ms from the start) would never be seen,
         # however many runs the profile learns from.
-        first = (time.perf_counter_ns() // 1000 % 997 + 1) / 998
+        first = 0 if seen else (time.perf_counter_ns() // 1000 % 997 + 1) / 998
         with ShortSwitches():
             self._with_server()         # (its imports now, not at the first hot look)
         last = time.perf_counter()
         while not self.stopped:
-            time.sleep(jit_policy.SAMPLE_INTERVAL * first)
+            if first:
+                time.sleep(jit_policy.SAMPLE_INTERVAL * first)
             first = 1
             if self.asked or self.waiting:
                 try:
@@ -443,7 +439,11 @@ class Jit:
             # holds), and charged an interval each, a loop took about six times
             # PAY_BACK to turn hot (primes-between: 0.4 s charged in 2.4 s).
             now = time.perf_counter()
-            elapsed, last = min(max(now - last, jit_policy.SAMPLE_INTERVAL), MAX_CHARGE), now
+            if seen:
+                elapsed, seen = seen + (now - last), 0.0
+            else:
+                elapsed = min(max(now - last, jit_policy.SAMPLE_INTERVAL), jit_policy.MAX_CHARGE)
+            last = now
             try:
                 for tid, frame in sys._current_frames().items():
                     if tid not in (own, self.main_thread):
@@ -515,7 +515,7 @@ class Jit:
                 if what in jitcache.tried_here(profile, self.level):
                     return False    # (this compiler could not build it before)
             earlier = profile.get("hot", {}).get(what, 0.0)
-            return self.hot_seconds[what] >= EARLY_HOT or earlier >= EARLY_HOT
+            return self.hot_seconds[what] >= jit_policy.EARLY_HOT or earlier >= jit_policy.EARLY_HOT
         cost = COMPILE_BASE + COMPILE_PER_INSTR * self._size(index)
         if self.rt is None or (self.engine is None and self.cache is None):
             cost += SETUP_COST
@@ -617,7 +617,7 @@ class Jit:
         started for it would spend 0.1 s of the machine starting up, and the first
         finishes sooner); or None."""
         from . import jitcache
-        from .jit_server import AFTER_RUN, being_built
+        from ..cache.buildlocks import AFTER_RUN, being_built
         keys = []
         # (a unit in the cache means the run-time library is built: load it then)
         for blocks, entries in candidates:
@@ -710,7 +710,7 @@ class Jit:
     def _land(self):
         """Use what the server built, and what other processes finished building."""
         from . import jitcache
-        from .jit_server import being_built
+        from ..cache.buildlocks import being_built
         replies = self.server.poll() if self.server is not None else []
         with self.lock:
             for _, rid, ukey, seconds, blocks, entries, error in replies:
@@ -1025,7 +1025,7 @@ class Jit:
             # own to leave the rest to it -- but was told to build nothing more if its
             # run had BRIL_JIT_PRECOMPILE=0: a benchmark's plain runs, then runs that
             # wait, never had the program's executable built)
-            from .jit_server import wait_for_builds
+            from ..cache.buildlocks import wait_for_builds
             wait_for_builds(self.cache)
         todo = []
         if profile is not None and mode != "0" and self.source is not None:
@@ -1038,7 +1038,7 @@ class Jit:
                     and self.calls.get(w, False) is not None
                     and not getattr(self.regions.get(w) or self.calls.get(w), "light", False)]
         if todo and self.server is None:
-            from .jit_server import AFTER_RUN, being_built
+            from ..cache.buildlocks import AFTER_RUN, being_built
             if being_built(self.cache, AFTER_RUN + self.profile_key):
                 todo = []       # (a server builds what the run before this one found hot)
         exe = self._executable_wanted(profile) if mode != "0" else None
@@ -1051,7 +1051,7 @@ class Jit:
             self.server.finish(todo, wait=mode == "wait", exe=exe,
                                profile=self._exe_profile(profile) if exe is not None else None)
         if mode == "wait" and self.cache is not None:
-            from .jit_server import wait_for_builds
+            from ..cache.buildlocks import wait_for_builds
             wait_for_builds(self.cache)
 
     def after_unattached_run(self):
@@ -1102,10 +1102,8 @@ class Jit:
             return None
         if not program_exe.eligible(self.source[0]) or program_exe.cached(self.cache, self.exe_key):
             return None
-        from .jit_server import AFTER_RUN, being_built
-        if being_built(self.cache, program_exe.build_lock(self.exe_key)) or (
-                self.server is None and self.profile_key is not None
-                and being_built(self.cache, AFTER_RUN + self.profile_key)):
+        if program_exe.build_pending(self.cache, self.exe_key, self.profile_key,
+                                     own_server=self.server is not None):
             # (another run's server builds it, or serves a run of the program that
             # asked for it: no server for it -- a rerun started as the first run
             # ended started a second one, which built the executable again)

@@ -12,7 +12,8 @@ does not wait for it unless asked (`BRIL_JIT_PRECOMPILE=wait`).
 import os
 import sys
 
-from .jit_server import AFTER_RUN, Reader, frame, open_lock
+from ..cache.buildlocks import AFTER_RUN, open_lock
+from .jit_server import Reader, frame
 
 
 def cores():
@@ -80,8 +81,8 @@ class CompileServer:
                 fcntl.flock(lock, fcntl.LOCK_EX)
             except OSError:
                 pass
-        # The program's after-run lock (jit_server.AFTER_RUN), taken here and handed
-        # to it (fd 4) for its first session: the server takes 0.1 s to start, and a
+        # The program's after-run lock (`bril.cache.buildlocks.AFTER_RUN`), taken here
+        # and handed to it (fd 4) for its first session: the server takes 0.1 s to start, and a
         # run of the program started in that time (the next one, when this run spawns
         # its server as it ends) would start a second server for the same work.
         after = open_lock(self.cache, "build-" + AFTER_RUN + self.key)

@@ -74,20 +74,28 @@ class DeferredJit:
             compiled.use_native_heap(rt)
 
     def _later(self):
-        # The JIT comes in at the first look that finds the program in generated code
-        # (what its sampler charges and compiles): a run still in the cold tier -- a
-        # function run once, however big -- has nothing for it yet, and is spared its
-        # imports (a 480-deep loop nest run once: 6 ms of a 40 ms run).
+        # The JIT comes in once its looks have found the program in generated code
+        # (what its sampler charges and compiles) for jit_policy.EARLY_HOT, when the
+        # loop running then is worth asking for: a run still in the cold tier -- a
+        # function run once, however big -- has nothing for it, and a run over by
+        # then is spared the JIT's imports, sampler and after-run work (a rerun of
+        # fizz-buzz 20000, 20 ms in generated code: 10-15 ms of its 45).
         import sys
         own = _thread.get_ident()
+        seen, last = 0.0, time.perf_counter()
         while True:
             time.sleep(jit_policy.SAMPLE_INTERVAL)
             if self.stopped:
                 return
+            now = time.perf_counter()
+            elapsed = min(max(now - last, jit_policy.SAMPLE_INTERVAL), jit_policy.MAX_CHARGE)
+            last = now
             try:
                 if any(_in_generated_code(frame) for tid, frame in sys._current_frames().items()
                        if tid not in (own, self.main_thread)):
-                    break
+                    seen += elapsed
+                    if seen >= jit_policy.EARLY_HOT:
+                        break
             except Exception:       # (never disturb the program)
                 return
         with self.lock:
@@ -104,7 +112,7 @@ class DeferredJit:
             except Exception:       # (never disturb the program: it runs as plain brili)
                 return
             self.jit = jit
-        jit._sample_loop()          # this thread goes on as its sampler
+        jit._sample_loop(seen)      # this thread goes on as its sampler
 
     def finish(self):
         """After the run (see `bril.backend.jit.Jit.finish`).  A run the JIT never came
@@ -137,8 +145,14 @@ class DeferredJit:
         if compiled.instructions_run() < jit_policy.EXE_AFTER_INSTRS:
             return False
         from . import program_exe
-        return program_exe.eligible(self.source[0]) and \
-            not program_exe.cached(self.cache, key)
+        if not program_exe.eligible(self.source[0]) or program_exe.cached(self.cache, key):
+            return False
+        if os.environ.get("BRIL_JIT_PRECOMPILE") == "wait":
+            return True     # (the JIT decides once the builds in flight are done)
+        # (being built, or left to a server at work for another run: the JIT would
+        # be imported to ask for nothing)
+        profile_key = self.looked_up[0] if self.looked_up is not None else None
+        return not program_exe.build_pending(self.cache, key, profile_key)
 
     def report(self):
         """The JIT's report (`bril.backend.jit.Jit.report`); nothing ran natively if it never

@@ -7,9 +7,18 @@ Read them as attributes (`jit_policy.PAY_BACK`), so that a test or a tool that
 changes one here changes it for both halves.
 """
 
-# The JIT's sampler looks at the running program this often (seconds); the JIT
-# comes in at the first look.
+# The JIT's sampler looks at the running program this often (seconds).
 SAMPLE_INTERVAL = 0.005
+# The most one look charges (seconds): after a pause (the sampler compiling, the
+# process stopped), what ran in between is not all the loop seen now.
+MAX_CHARGE = 20 * SAMPLE_INTERVAL
+# With a compile server on another core (`bril.backend.jit_client`), compiling costs
+# the interpreter nothing: a loop or function is asked for once the sampler has seen
+# it hot this long (seconds: a few looks), hot code an earlier run saw at once.  The
+# JIT itself comes in once looks have found the run in generated code this long
+# (`bril.backend.jit_deferred`): nothing can be asked for before, and a run over by
+# then -- most Bril runs -- is spared its imports, its sampler and its after-run work.
+EARLY_HOT = 3 * SAMPLE_INTERVAL
 # A cold run compiles a loop or function only once it has run interpreted for
 # this many times the predicted cost: at worst 1/PAY_BACK slower than without.
 PAY_BACK = 12

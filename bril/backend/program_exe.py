@@ -66,9 +66,21 @@ def stamp():
 
 
 def build_lock(key):
-    """The name of the lock (`bril.backend.jit_server.building`'s, without its
+    """The name of the lock (`bril.cache.buildlocks.building`'s, without its
     "build-") a process holds while it builds the executable of `key`."""
     return KIND + "-" + key
+
+
+def build_pending(cache, key, profile_key, own_server=False):
+    """Is the executable of `key` being built, or left to a server that will build it
+    (one at work for another run of the program, holding its after-run lock:
+    `bril.cache.buildlocks.AFTER_RUN` under the program's `profile_key`) -- so that
+    a run ending now asks for nothing?  `own_server`: the run has a server of its
+    own (what it asks goes to that one)."""
+    from ..cache.buildlocks import AFTER_RUN, being_built
+    return being_built(cache, build_lock(key)) or (
+        not own_server and profile_key is not None
+        and being_built(cache, AFTER_RUN + profile_key))
 
 
 def find(cache, key):
