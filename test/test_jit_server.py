@@ -14,9 +14,9 @@ import pytest
 from bril.backend import jitcache
 from bril.backend.jit import Jit, LoopRegion
 from bril.backend.jit_client import CompileServer
-from bril.backend.jit_server import Reader, frame
-from bril.cache.buildlocks import being_built, building
+from bril.backend.jit_protocol import Reader, frame
 from bril.backend.jitprofile import load_profile, profile_key, program_key
+from bril.cache.buildlocks import being_built, building
 from bril.cache.codecache import CodeCache
 from bril.interpreter.interp import compile_program
 from bril.ir.text import parse_program
@@ -426,7 +426,7 @@ def test_profile_writers_lose_nothing_of_each_other(tmp_path):
 def test_a_later_run_claims_the_idle_server(tmp_path, monkeypatch):
     # When its run is over the server waits, idle, for the next run: that run finds
     # LLVM set up (and this program read), one run at a time.
-    from bril.backend import jit_server
+    from bril.backend import jit_protocol
     from bril.backend.regions import select_region
     monkeypatch.setenv("BRIL_JIT_SERVER_IDLE", "30")
     cache = CodeCache(str(tmp_path))
@@ -437,12 +437,12 @@ def test_a_later_run_claims_the_idle_server(tmp_path, monkeypatch):
     assert first.start(jit.source) and first.pid is not None
     first.finish([], wait=True)
     # (listening: its socket renamed into place, no longer under a hidden name)
-    _wait(lambda: os.path.isdir(jit_server.servers_folder(cache))
-          and any(not n.startswith(".") for n in os.listdir(jit_server.servers_folder(cache))))
+    _wait(lambda: os.path.isdir(jit_protocol.servers_folder(cache))
+          and any(not n.startswith(".") for n in os.listdir(jit_protocol.servers_folder(cache))))
     second = CompileServer(cache, jit.profile_key, program_key(compiled.linked), 2)
     assert second.start(jit.source) and second.pid is None and second.sock is not None
     # (claimed: nobody else can claim it until this run lets it go)
-    assert jit_server.claim(cache, 2) is None
+    assert jit_protocol.claim(cache, 2) is None
     rid = second.request((main, header), candidates)
     replies = []
     _wait(lambda: replies.extend(second.poll()) or replies)
@@ -450,12 +450,12 @@ def test_a_later_run_claims_the_idle_server(tmp_path, monkeypatch):
     second.finish([], wait=True)
     # Another Python, compiler or lowering would build other code: never claimed.
     monkeypatch.setenv("CC", "another-cc")
-    assert jit_server.claim(cache, 2) is None
+    assert jit_protocol.claim(cache, 2) is None
     monkeypatch.delenv("CC")
     # (idle once the session it answered `finished` in is over: claim skips a server
     # still serving, and the session ends a moment after that answer)
     claimed = []
-    _wait(lambda: claimed.append(jit_server.claim(cache, 2)) or claimed[-1] is not None)
+    _wait(lambda: claimed.append(jit_protocol.claim(cache, 2)) or claimed[-1] is not None)
     claimed[-1].close()
 
 

@@ -13,7 +13,7 @@ import os
 import sys
 
 from ..cache.buildlocks import AFTER_RUN, open_lock
-from .jit_server import Reader, frame
+from .jit_protocol import Reader, frame
 
 
 def cores():
@@ -59,7 +59,7 @@ class CompileServer:
         if self.broken or not self.cache.put_marshalled("program", self.program, source):
             self.broken = True
             return False
-        from .jit_server import claim
+        from .jit_protocol import claim
         sock = claim(self.cache, self.level)
         if sock is not None:
             self.sock = sock
