@@ -263,7 +263,7 @@ def _executable(opts, read):
     if not enabled_by_environment() or os.environ.get("BRIL_CHECK_FACTS"):
         return None
     from bril.backend import program_exe
-    if len(read[0]) > program_exe.MAX_BYTES:
+    if program_exe.too_big(*read):
         return None                 # (too big to be compiled whole: not hashed)
     key = program_exe.key_of(*read)
     cache = CodeCache()

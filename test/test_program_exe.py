@@ -99,6 +99,16 @@ def test_what_is_compiled_whole(tmp_path):
     opts = brili.parse_args(["-p"])
     assert brili._executable(opts, (b"x" * (program_exe.MAX_BYTES + 1), False)) is None
     assert brili._executable(opts, (b"x" * program_exe.MAX_BYTES, False)) is not None
+    # Nor is a program that has more instructions than that, counted before hashing.
+    ops = b'{"op": "nop"}, '
+    many = b" " * (program_exe.COUNT_BYTES - len(ops) * program_exe.MAX_INSTRS) \
+        + ops * (program_exe.MAX_INSTRS + 1)
+    assert program_exe.too_big(many, False) and brili._executable(opts, (many, False)) is None
+    fits = b" " * (program_exe.COUNT_BYTES + 1 - len(ops) * program_exe.MAX_INSTRS) \
+        + ops * program_exe.MAX_INSTRS
+    assert not program_exe.too_big(fits, False)        # (counted, then hashed)
+    assert program_exe.too_big(b"x;" * (program_exe.MAX_INSTRS + 1)
+                               + b" " * program_exe.COUNT_BYTES, True)
     # A short run (over before the JIT's first look) leaves nothing to build.
     _brili(["-p", "3", "1"], bril_json(DIVIDE), tmp_path, BRIL_JIT_PRECOMPILE="wait")
     assert not os.path.exists(tmp_path / program_exe.KIND)
