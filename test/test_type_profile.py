@@ -71,24 +71,28 @@ def test_brili_writes_the_types_the_any_parameters_held(tmp_path):
     done = _tool("brili", "--write-profile", str(path), "-p", "50", "100", stdin=src)
     assert done.returncode == 0 and done.stdout == b"150\n"
     # (x is 3 in every call, and the flag false: values the calls pass unchanged;
-    # at @main's loop header, the `any` variables live there held ints)
+    # at @main's loop header, the `any` variables live there held ints; @main's
+    # arguments, its one call's)
     assert json.loads(path.read_text()) == {
         "bril-type-profile": 1,
         "functions": {"step": {"kinds": [{"acc": "int", "x": "int"}],
                                "values": {"fl": False, "x": 3}},
-                      "main": {"kinds": [], "loops": {"loop": [{"acc": "int", "x": "int"}]}}}}
+                      "main": {"kinds": [], "loops": {"loop": [{"acc": "int", "x": "int"}]},
+                               "values": {"flip": 100, "n": 50}}}}
     # Floats from the first call on: a float is no value a profile keeps.
     done = _tool("brili", "--write-profile", str(path), "50", "0", stdin=src)
     assert json.loads(path.read_text())["functions"] == {
         "step": {"kinds": [{"acc": "float", "x": "float"}], "values": {"fl": True}},
-        "main": {"kinds": [], "loops": {"loop": [{"acc": "float", "x": "float"}]}}}
+        "main": {"kinds": [], "loops": {"loop": [{"acc": "float", "x": "float"}]},
+                 "values": {"flip": 0, "n": 50}}}
     # Types that changed in the run: a set for each phase, the longer first; and
     # the values no longer nearly always the same.
     done = _tool("brili", "--write-profile", str(path), "50", "30", stdin=src)
     assert json.loads(path.read_text())["functions"] == {
         "step": {"kinds": [{"acc": "int", "x": "int"}, {"acc": "float", "x": "float"}]},
         "main": {"kinds": [], "loops": {"loop": [{"acc": "int", "x": "int"},
-                                                 {"acc": "float", "x": "float"}]}}}
+                                                 {"acc": "float", "x": "float"}]},
+                 "values": {"flip": 30, "n": 50}}}
 
 
 def test_a_value_nearly_every_call_passes_is_profiled_and_speculated_on(tmp_path):
@@ -97,8 +101,10 @@ def test_a_value_nearly_every_call_passes_is_profiled_and_speculated_on(tmp_path
     runs exactly, on that input and on one where d is 3."""
     prog = parse_program(program_text("type_profile/divide"))
     profile = profile_of(prog, [100, 7])
-    assert profile["functions"] == {"quot": {"kinds": [], "values": {"d": 7}}}
-    assert profile_of(prog, [3, 7])["functions"] == {}        # (too few calls)
+    assert profile["functions"] == {"quot": {"kinds": [], "values": {"d": 7}},
+                                    "main": {"kinds": [], "values": {"d": 7, "n": 100}}}
+    assert profile_of(prog, [3, 7])["functions"] == {          # (@quot: too few calls)
+        "main": {"kinds": [], "values": {"d": 7, "n": 3}}}
     built = Built(exe=tmp_path / "divide")
     assert build_profiled(prog, profile, built.exe) == 1
     for args in ([100, 7], [50, 3], [0, 7]):
@@ -118,7 +124,8 @@ def test_a_value_nearly_every_call_passes_is_profiled_and_speculated_on(tmp_path
 def test_pointer_parameters_are_profiled_with_their_region_type():
     prog = parse_program((BENCHMARKS / "dynamic" / "ackermann.bril").read_text())
     assert profile_of(prog, ["2", "3"])["functions"] == {
-        "ack": {"kinds": [{"m": "int", "n": "int", "calls": {"ptr": "any"}}]}}
+        "ack": {"kinds": [{"m": "int", "n": "int", "calls": {"ptr": "any"}}]},
+        "main": {"kinds": [], "values": {"m_arg": 2, "n_arg": 3}}}
 
 
 def test_a_failing_run_writes_its_profile(tmp_path):
@@ -163,7 +170,8 @@ def test_a_loop_whose_values_change_kind_keeps_a_copy_for_each_kind(tmp_path):
     profile = profile_of(prog, [40, 20, -1])
     assert profile["functions"] == {"main": {"kinds": [], "loops": {"loop": [
         {"acc": "int", "step": "int", "x": "int"},
-        {"acc": "float", "step": "float", "x": "float"}]}}}
+        {"acc": "float", "step": "float", "x": "float"}]},
+        "values": {"flip": 20, "n": 40, "stop": -1}}}
     found = type_profile.read_data(profile, "test")
     lowering = llvm_lower.ProgramLowering(link(prog),
                                           assumptions=llvm_lower.assumptions_of(found))
@@ -193,7 +201,8 @@ def test_the_profile_a_run_gives_its_executable_has_the_kinds_where_loops_moved(
                observe=lambda compiled: seen.append(type_profile.seen(compiled)))
     assert seen[0]["functions"] == {"main": {"kinds": [], "loops": {"loop": [
         {"acc": "int", "step": "int", "x": "int"},
-        {"acc": "float", "step": "float", "x": "float"}]}}}
+        {"acc": "float", "step": "float", "x": "float"}]},
+        "values": {"flip": 20, "n": 40, "stop": -1}}}
 
 
 def test_what_runs_saw_is_merged_for_the_executable():
@@ -214,6 +223,49 @@ def test_what_runs_saw_is_merged_for_the_executable():
     big = type_profile.merged(None, {"functions": {"f": {"kinds": many, "loops": {"l": many}}}})
     assert big["functions"]["f"]["kinds"] == many[:type_profile.KINDS_KEPT]
     assert big["functions"]["f"]["loops"]["l"] == many[:interp.HEADER_KINDS_KEPT]
+
+
+def test_main_s_arguments_merge_while_runs_pass_them_alike():
+    """@main's values, from one run to the next: kept while every run passed the
+    same, "varying" (and never speculated on again) once one differed."""
+    def run_of(**values):
+        return {"bril-type-profile": 1, "functions": {"main": {"kinds": [], "values": values}}}
+    first = type_profile.merged(None, run_of(n=10, m=7))
+    assert first["functions"]["main"] == {"kinds": [], "values": {"n": 10, "m": 7}}
+    second = type_profile.merged(first, run_of(n=20, m=7))
+    assert second["functions"]["main"] == {"kinds": [], "values": {"m": 7}, "varying": ["n"]}
+    third = type_profile.merged(second, run_of(n=10, m=7))
+    assert third["functions"]["main"] == second["functions"]["main"]
+    assert type_profile.read_data(third, "test")["main"][1] == {"m": 7}
+
+
+def test_main_gets_a_variant_for_the_arguments_its_loops_compute_with(tmp_path):
+    """@main's value variant: m (a divisor in the loop) a constant, n (the loop's
+    bound, read by a comparison only) not; run exactly on the input it was built for
+    and on others (the test at the start fails: the generic code)."""
+    prog = parse_program(program_text("type_profile/modulus"))
+    profile = profile_of(prog, [50, 1009])
+    assert profile["functions"] == {"main": {"kinds": [], "values": {"m": 1009, "n": 50}}}
+    found = type_profile.read_data(profile, "test")
+    lowering = llvm_lower.ProgramLowering(link(prog),
+                                          assumptions=llvm_lower.assumptions_of(found))
+    module = lowering.lower()
+    (variant,) = lowering.variants_of[0]
+    assert variant.constants == {"m": 1009}
+    built = Built(exe=tmp_path / "modulus")
+    native.build_executable(module, built.exe)
+    for args in ([50, 1009], [500, 1009], [50, 1013], [3, 0]):
+        want_out, want_count, want_error = run_outcome(prog, args)
+        got = run_native(built, args)
+        assert got.stdout == want_out, args
+        assert got.stderr == (f"error: {want_error}\n" if want_error is not None
+                              else f"total_dyn_inst: {want_count}\n"), args
+    # Read by comparisons only: no variant.
+    text = program_text("type_profile/modulus").replace(
+        "q: int = div acc m;\n  q: int = mul q m;", "q: int = div acc one;\n  big: bool = gt q m;")
+    assert text != program_text("type_profile/modulus")
+    prog = parse_program(text)
+    assert build_profiled(prog, profile_of(prog, [50, 1009]), tmp_path / "plain") == 0
 
 
 def _family_builds(tmp_path):

@@ -1923,12 +1923,17 @@ class ProgramLowering:
         if found is None:
             found = self.variants_of[info.index] = []
             kind_sets, values, loops = self.assumptions.get(info.name, ([], {}, {}))
-            if self.is_main(info) or info.has_spec:
+            if info.has_spec:
                 return found
             kind_sets = [{p: key for p, key in kinds.items() if info.declared.get(p) == "any"}
                          for kinds in kind_sets]
             kind_sets = [kinds for kinds in kind_sets if kinds]
             constants, with_values = {}, dict(kind_sets[0] if kind_sets else {})
+            if self.is_main(info):
+                # (@main's arguments: only those its loops compute with, where a
+                # constant pays)
+                looped = _read_in_loops(info.func.get("instrs") or ())
+                values = {p: v for p, v in values.items() if p in looped}
             for p, v in values.items() if not self._calls_others(info) else ():
                 key = "bool" if type(v) is bool else "int"
                 if info.declared.get(p) == "any" and with_values.get(p, key) == key:
@@ -2026,6 +2031,32 @@ def lower_linked(linked, *, count=True, profile=None):
         except Unsupported:
             pass
     return ProgramLowering(linked, count=count).lower()
+
+
+# Ops whose operands @main's value variant takes as constants only when arithmetic
+# reads them too: a trip count, which only comparisons read, is the input's size,
+# which changes from run to run (and one value differing sends a run to the generic
+# code); a modulus, a base, a multiplier -- where LLVM gains from a constant -- do not.
+_COMPARISONS = frozenset(("eq", "lt", "gt", "le", "ge", "feq", "flt", "fgt", "fle", "fge"))
+
+
+def _read_in_loops(instrs):
+    """The variables instructions inside a loop read, comparisons aside: between a
+    label and a later jump back to it, in the text's order (a cycle of blocks needs
+    such a jump)."""
+    at = {}
+    spans = []
+    for i, instr in enumerate(instrs):
+        if "label" in instr:
+            at[instr["label"]] = i
+        elif instr.get("op") in ("jmp", "br", "guard"):
+            spans += [(at[label], i) for label in instr.get("labels") or () if label in at]
+    read = set()
+    for first, last in spans:
+        for instr in instrs[first:last + 1]:
+            if instr.get("op") not in _COMPARISONS:
+                read.update(instr.get("args") or ())
+    return read
 
 
 def assumptions_of(profile):

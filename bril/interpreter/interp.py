@@ -115,6 +115,7 @@ class CompiledProgram:
         from ..cache.codekeys import type_speculation_requested
         self.speculate_types = type_speculation_requested()
         self.native_heap = False
+        self.main_args = {}         # @main's int and bool arguments, by name (`run`)
         self.heap = heapmod.Heap()
         self.ns = dict(_BASE_NAMESPACE)
         self.ns["_N"] = 0
@@ -938,6 +939,8 @@ def run(prog, argv=(), *, out=None, base_dir=None, lib_dirs=(), filename=None,
     compiled.cache = cache
     mfunc = compiled.linked.functions[main]
     values = parse_main_args(mfunc.get("args") or [], list(argv))
+    compiled.main_args = {p["name"]: v for p, v in zip(mfunc.get("args") or [], values)
+                          if p.get("type") in ("int", "bool")}
     try:
         if recorder is not None:
             compiled.ns.update(_RE=recorder.enter, _RB=recorder.block, _RL=recorder.leave,

@@ -20,7 +20,11 @@ that at least KINDS_SHARE of the calls the interpreter's first tier
 (`bril.interpreter.cold`) ran passed (KINDS_KEPT at most, the most common first:
 a program whose values change kind at a phase of the run has one per phase).
 Under "values", an int or bool parameter that held one value in nearly all such
-calls (VALUE_SHARE, VALUE_CALLS).  Under "loops", by loop header label, the kinds
+calls (VALUE_SHARE, VALUE_CALLS), and @main's int and bool arguments (its one
+call: values invariant for the run, such as a modulus or a trip count; code
+compiled for them checks them once, at the start).  A profile merged from several
+runs (`merged`) lists under "varying" the parameters whose value changed between
+runs, which are not speculated on again.  Under "loops", by loop header label, the kinds
 the `any` variables live there held together as the loop came round, each
 combination found by at least KINDS_SHARE of the arrivals (KINDS_KEPT at most):
 native code keeps a copy of the loop for each, its variables' types known there.
@@ -74,7 +78,7 @@ def observed(compiled):
         if loops:
             entry["loops"] = loops
         calls, counts = compiled.observed_values(index)
-        values = {}
+        values = _main_values(compiled, index)
         for name, seen in sorted(counts.items()):
             value, n = max(seen.items(), key=lambda item: item[1])
             if n >= VALUE_CALLS and n >= VALUE_SHARE * calls:
@@ -100,22 +104,33 @@ def _shared(sets, total):
     return found
 
 
+def _main_values(compiled, index):
+    """{parameter: value} of @main's int and bool arguments if function `index` is
+    @main, else {}."""
+    if index != compiled.linked.main_index():
+        return {}
+    return dict(sorted(compiled.main_args.items()))
+
+
 def seen(compiled):
     """A profile (a dict) of the one kind each `any` parameter held in every call the
-    first tier of a run of `compiled` ran (`CompiledProgram.observed_kinds`), and the
+    first tier of a run of `compiled` ran (`CompiledProgram.observed_kinds`), the
     kinds the `any` variables held where a loop moved to generated code
-    (`CompiledProgram.loop_kinds_history`): what any run knows without
-    `--write-profile`'s counting (for the program's executable,
+    (`CompiledProgram.loop_kinds_history`), and @main's arguments: what any run knows
+    without `--write-profile`'s counting (for the program's executable,
     `bril.backend.program_exe`)."""
     functions = {}
     for index, func in enumerate(compiled.linked.functions):
         kinds = {name: typ for name, kind in sorted(compiled.observed_kinds(index).items())
                  if (typ := _json_type(kind)) is not None}
         loops = compiled.loop_kinds_history(index)
+        values = _main_values(compiled, index)
         entry = {"kinds": [kinds] if kinds else []}
         if loops:
             entry["loops"] = loops
-        if kinds or loops:
+        if values:
+            entry["values"] = values
+        if kinds or loops or values:
             functions[func.get("name", "")] = entry
     return {FORMAT: VERSION, "functions": functions}
 
@@ -123,15 +138,28 @@ def seen(compiled):
 def merged(old, new):
     """Two profiles of `seen`'s shape as one: for each function the sets of kinds of
     both (the old first; KINDS_KEPT at most), and of each loop header's
-    (HEADER_KINDS_KEPT at most).  What runs of a program saw, kept in its JIT profile
+    (HEADER_KINDS_KEPT at most); the values both runs passed alike, those that
+    differed listed under "varying" (never values again: a value that changes from
+    run to run is no constant to compile for).  What runs of a program saw, kept in its JIT profile
     (`bril.backend.jit`): a warm run's first tier sees little (its code comes from
     the cache, and native code runs the loops), the first run's much."""
     from .interp import HEADER_KINDS_KEPT
     functions = {name: {"kinds": list(entry.get("kinds", ())),
-                        "loops": {label: list(sets) for label, sets in entry.get("loops", {}).items()}}
+                        "loops": {label: list(sets) for label, sets in entry.get("loops", {}).items()},
+                        "values": dict(entry.get("values", {})),
+                        "varying": list(entry.get("varying", ()))}
                  for name, entry in ((old or {}).get("functions") or {}).items()}
     for name, entry in ((new or {}).get("functions") or {}).items():
-        mine = functions.setdefault(name, {"kinds": [], "loops": {}})
+        mine = functions.setdefault(name, {"kinds": [], "loops": {}, "values": {},
+                                           "varying": []})
+        for param, value in entry.get("values", {}).items():
+            if param in mine["varying"]:
+                continue
+            if param in mine["values"] and mine["values"][param] != value:
+                del mine["values"][param]
+                mine["varying"].append(param)
+            else:
+                mine["values"][param] = value
         for kinds in entry.get("kinds", ()):
             if kinds not in mine["kinds"] and len(mine["kinds"]) < KINDS_KEPT:
                 mine["kinds"].append(kinds)
@@ -141,8 +169,9 @@ def merged(old, new):
                 if kinds not in have and len(have) < HEADER_KINDS_KEPT:
                     have.append(kinds)
     for entry in functions.values():
-        if not entry["loops"]:
-            del entry["loops"]
+        for key in ("loops", "values", "varying"):
+            if not entry[key]:
+                del entry[key]
     return {FORMAT: VERSION, "functions": functions}
 
 
