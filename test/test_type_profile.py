@@ -242,7 +242,8 @@ def test_main_s_arguments_merge_while_runs_pass_them_alike():
 def test_main_gets_a_variant_for_the_arguments_its_loops_compute_with(tmp_path):
     """@main's value variant: m (a divisor in the loop) a constant, n (the loop's
     bound, read by a comparison only) not; run exactly on the input it was built for
-    and on others (the test at the start fails: the generic code)."""
+    and on others (the test at the start fails: the generic code).  Only arguments
+    never assigned, directly or through an `id` copy."""
     prog = parse_program(program_text("type_profile/modulus"))
     profile = profile_of(prog, [50, 1009])
     assert profile["functions"] == {"main": {"kinds": [], "values": {"m": 1009, "n": 50}}}
@@ -260,6 +261,20 @@ def test_main_gets_a_variant_for_the_arguments_its_loops_compute_with(tmp_path):
         assert got.stdout == want_out, args
         assert got.stderr == (f"error: {want_error}\n" if want_error is not None
                               else f"total_dyn_inst: {want_count}\n"), args
+    # Copied into an `any` variable, as a dynamic language's front end does: the
+    # argument is the constant.
+    text = program_text("type_profile/modulus").replace(
+        "@main(n: int, m: int) {", "@main(n: int, m_arg: int) {\n  m: any = id m_arg;")
+    prog = parse_program(text)
+    lowering = llvm_lower.ProgramLowering(link(prog), assumptions=llvm_lower.assumptions_of(
+        type_profile.read_data(profile_of(prog, [50, 1009]), "test")))
+    lowering.lower()
+    assert [v.constants for v in lowering.variants_of[0]] == [{"m_arg": 1009}]
+    # Assigned in the function (its value at the start is no invariant): no variant.
+    text = program_text("type_profile/modulus").replace(
+        "i: int = add i one;", "i: int = add i one;\n  m: int = add m one;")
+    prog = parse_program(text)
+    assert build_profiled(prog, profile_of(prog, [50, 1009]), tmp_path / "moving") == 0
     # Read by comparisons only: no variant.
     text = program_text("type_profile/modulus").replace(
         "q: int = div acc m;\n  q: int = mul q m;", "q: int = div acc one;\n  big: bool = gt q m;")

@@ -1930,9 +1930,9 @@ class ProgramLowering:
             kind_sets = [kinds for kinds in kind_sets if kinds]
             constants, with_values = {}, dict(kind_sets[0] if kind_sets else {})
             if self.is_main(info):
-                # (@main's arguments: only those its loops compute with, where a
-                # constant pays)
-                looped = _read_in_loops(info.func.get("instrs") or ())
+                # (@main's arguments: only those its loops compute with, never
+                # assigned, where a constant pays)
+                looped = _invariants_in_loops(info.func.get("instrs") or ())
                 values = {p: v for p, v in values.items() if p in looped}
             for p, v in values.items() if not self._calls_others(info) else ():
                 key = "bool" if type(v) is bool else "int"
@@ -2040,23 +2040,36 @@ def lower_linked(linked, *, count=True, profile=None):
 _COMPARISONS = frozenset(("eq", "lt", "gt", "le", "ge", "feq", "flt", "fgt", "fle", "fge"))
 
 
-def _read_in_loops(instrs):
-    """The variables instructions inside a loop read, comparisons aside: between a
-    label and a later jump back to it, in the text's order (a cycle of blocks needs
-    such a jump)."""
+def _invariants_in_loops(instrs):
+    """The variables never assigned that instructions inside a loop read, comparisons
+    aside (between a label and a later jump back to it, in the text's order: a cycle
+    of blocks needs such a jump) -- directly, or through a variable assigned once, by
+    an `id` of one, as a dynamic language's front end copies @main's typed arguments
+    into `any` variables."""
+    assigned = {}
+    for instr in instrs:
+        if "dest" in instr:
+            assigned[instr["dest"]] = assigned.get(instr["dest"], 0) + 1
     at = {}
-    spans = []
+    opened = [0] * (len(instrs) + 1)        # loops opening (+1) and closing (-1) here
     for i, instr in enumerate(instrs):
         if "label" in instr:
             at[instr["label"]] = i
         elif instr.get("op") in ("jmp", "br", "guard"):
-            spans += [(at[label], i) for label in instr.get("labels") or () if label in at]
+            for label in instr.get("labels") or ():
+                if label in at:
+                    opened[at[label]] += 1
+                    opened[i + 1] -= 1
     read = set()
-    for first, last in spans:
-        for instr in instrs[first:last + 1]:
-            if instr.get("op") not in _COMPARISONS:
-                read.update(instr.get("args") or ())
-    return read
+    depth = 0
+    for instr, change in zip(instrs, opened):
+        depth += change
+        if depth and instr.get("op") not in _COMPARISONS:
+            read.update(instr.get("args") or ())
+    read.update(instr["args"][0] for instr in instrs
+                if instr.get("op") == "id" and instr.get("args")
+                and instr.get("dest") in read and assigned[instr["dest"]] == 1)
+    return {name for name in read if name not in assigned}
 
 
 def assumptions_of(profile):
