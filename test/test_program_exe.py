@@ -205,7 +205,7 @@ def test_the_executable_is_compiled_for_the_kinds_the_run_saw(tmp_path):
 def test_the_executable_is_compiled_for_what_every_run_saw(tmp_path):
     # A first run passes @step ints, a later one floats (its first tier saw those
     # only: its generated code came from the cache): the program's JIT profile
-    # keeps both, and the executable a third run has built is compiled for both
+    # keeps both (and @main's arguments both runs passed alike), and the executable a third run has built is compiled for both
     # (a warm run's first tier sees little: without the earlier runs' kinds, the
     # executable of benchmarks/dynamic/vector-scale ran its float phase generic,
     # 1.9x slower).
@@ -219,6 +219,10 @@ def test_the_executable_is_compiled_for_what_every_run_saw(tmp_path):
     assert len(profiles) == 1
     kinds = profiles[0]["types"]["functions"]["step"]["kinds"]
     assert {"acc": "int", "x": "int"} in kinds and {"acc": "float", "x": "float"} in kinds
+    # @main's arguments: n passed alike by both runs (a value to compile for), flip
+    # not (varying: never again).
+    main = profiles[0]["types"]["functions"]["main"]
+    assert main["values"] == {"n": int(LONG)} and main["varying"] == ["flip"]
     got = _brili(["-p", LONG, "7"], program, tmp_path, BRIL_JIT_PRECOMPILE="wait")
     assert got.returncode == 0, got.stderr
     assert program_exe.cached(CodeCache(str(tmp_path)), program_exe.key_of(program.encode(), False))
