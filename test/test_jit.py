@@ -316,6 +316,26 @@ def test_a_second_run_loads_native_code_from_the_cache(tmp_path):
     assert other.stdout == brili(["777"], PROFILE_PROGRAM).stdout
 
 
+def test_a_region_of_main_takes_the_run_s_arguments_as_constants(tmp_path):
+    # @main's loop computes modulo its argument m (fixed for the run): its region is
+    # compiled with m a constant (not n, its bound), under a key naming m's value --
+    # a run with another m builds its own, a run with the same loads it -- and every
+    # run prints what the interpreter prints.
+    from bril.analysis.invariants import main_constants
+    from bril.ir.linker import link
+    text = program_text("main_modulus")
+    assert main_constants(link(parse_program(text)), {"n": 50, "m": 1009}) == {"m": 1009}
+    for args, loaded in ((["300000", "1009"], False), (["300000", "1013"], False),
+                         (["200000", "1009"], True)):
+        got = run_brili(["--jit", "--hot", "1", "--jit-report", "-", "-p", *args],
+                        bril_json(text), timeout=300, BRIL_CACHE_DIR=tmp_path)
+        plain = brili(["--no-jit", "-p", *args], text)
+        assert got.returncode == 0, got.stderr
+        assert got.stdout == plain.stdout and got.stderr.splitlines()[-1] == plain.stderr.strip()
+        assert "@main .loop" in got.stderr
+        assert ("compiled in 0.000 s" in got.stderr) == loaded, (args, got.stderr)
+
+
 def deferred_run(text, args, cache=None):
     """A run as `brili --jit` makes it (no --hot, no report): (stdout, count, the
     DeferredJit)."""

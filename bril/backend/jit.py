@@ -230,6 +230,7 @@ class Jit:
         self.profile = None             # what earlier runs learned (bril.backend.jitcache)
         self.profile_key = None
         self.wanted_heap = False        # a unit needed the shared heap it did not have
+        self.main_constants = None      # (`_constants`: @main's arguments, once computed)
         self.cache_hits = 0
         self.missing = set()            # profile entries whose units did not load
         self.source = None              # how to rebuild the program elsewhere (compile server)
@@ -575,7 +576,7 @@ class Jit:
             from .jitprofile import program_key
             self.server = CompileServer(self.cache, self.profile_key,
                                         program_key(self.compiled.linked), self.level)
-        if self.source is None or not self.server.start(self.source):
+        if self.source is None or not self.server.start(self.source, self.compiled.main_args):
             return None
         return self.server
 
@@ -590,10 +591,8 @@ class Jit:
             return False
         ask = _Ask(what, time.perf_counter() - self.start_time)
         # (the keys its unit may have: a reply with another is refused, never run)
-        from . import jitcache
         kind, index = ("region", what[0]) if isinstance(what, tuple) else ("call", what)
-        ask.keys = {jitcache.unit_key(self.compiled.linked, kind, index, blocks, entries,
-                                      self.level)
+        ask.keys = {self._unit_key(kind, index, blocks, entries)
                     for blocks, entries in (candidates or [(None, None)])}
         self.asked[rid] = self.asking[what] = ask
         if isinstance(what, tuple):
@@ -621,8 +620,7 @@ class Jit:
         keys = []
         # (a unit in the cache means the run-time library is built: load it then)
         for blocks, entries in candidates:
-            ukey = jitcache.unit_key(self.compiled.linked, kind, index, blocks, entries,
-                                     self.level)
+            ukey = self._unit_key(kind, index, blocks, entries)
             if jitcache.stored_meta(self.cache, ukey) is None:
                 keys.append(ukey)
                 continue
@@ -918,8 +916,7 @@ class Jit:
         if self.cache is None or not self._setup_runtime():
             return None, None
         from . import jitcache
-        ukey = jitcache.unit_key(self.compiled.linked, kind, index, blocks, entries,
-                                 self.level)
+        ukey = self._unit_key(kind, index, blocks, entries)
         unit = jitcache.load_unit(self.cache, ukey)
         if unit is None or (unit.meta.get("heap") and self.heap is None):
             return None, None
@@ -973,8 +970,7 @@ class Jit:
                 if spec is None:
                     continue
                 kind, index = ("region", what[0]) if isinstance(what, tuple) else ("call", what)
-                ukey = jitcache.unit_key(linked, kind, index, spec.get("blocks"),
-                                         spec.get("entries"), self.level)
+                ukey = self._unit_key(kind, index, spec.get("blocks"), spec.get("entries"))
                 if jitcache.stored_meta(self.cache, ukey) is None:
                     (regions if kind == "region" else calls).pop(what, None)
             for what, spec in mine_regions.items():
@@ -1150,6 +1146,22 @@ class Jit:
         kept in the cache: each stands alone)."""
         return set() if self.cache is not None else self.native_functions
 
+    def _constants(self, index):
+        """{variable: int} a region of function `index` reads as constants: @main's
+        arguments its loops compute with (fixed for this run), else {}."""
+        if index != self.compiled.linked.main_index():
+            return {}
+        if self.main_constants is None:
+            from ..analysis.invariants import main_constants
+            self.main_constants = main_constants(self.compiled.linked, self.compiled.main_args)
+        return self.main_constants
+
+    def _unit_key(self, kind, index, blocks, entries):
+        """The cache key of a unit of this run's (its constants named)."""
+        from . import jitcache
+        return jitcache.unit_key(self.compiled.linked, kind, index, blocks, entries,
+                                 self.level, self._constants(index) if kind == "region" else None)
+
     def _machine_code(self, obj, module, name, defined, used, kind, blocks, entries, meta):
         """Compile a lowered module for obj (a LoopRegion or NativeCall): into a shared
         object kept in the code cache (with a cache), else with MCJIT now or on
@@ -1158,8 +1170,7 @@ class Jit:
         t0 = time.perf_counter()
         if self.cache is not None:
             from . import jitcache
-            ukey = jitcache.unit_key(self.compiled.linked, kind, obj.index, blocks, entries,
-                                     self.level)
+            ukey = self._unit_key(kind, obj.index, blocks, entries)
             try:
                 unit = jitcache.build_unit(self.cache, ukey, module, meta, self.level)
             finally:
@@ -1265,7 +1276,7 @@ class Jit:
             module, meta, defined, used, slots = jitcache.lower_region_unit(
                 self.compiled.linked, fc, region.blocks, region.entry_blocks, name,
                 prefix=self.prefix, shared=self._shared_functions(),
-                heap=self.heap is not None)
+                heap=self.heap is not None, constants=self._constants(fc.index))
         except jitcache.NeedsHeap:
             self.wanted_heap = True
             raise BrilError("pointers need the shared heap") from None

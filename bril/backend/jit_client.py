@@ -50,9 +50,10 @@ class CompileServer:
         self.used = False           # (this run had a server)
         self.next_rid = 0
 
-    def start(self, source):
+    def start(self, source, main_args=None):
         """A server for the program `source` (stored in the cache for it): an idle one
-        claimed, else one started; False if there can be none."""
+        claimed, else one started, told the run's @main arguments (`main_args`: a
+        region of @main is built for them); False if there can be none."""
         if self.started:
             return not self.broken
         _reap()
@@ -67,8 +68,11 @@ class CompileServer:
             os.set_blocking(self.out, False)
             self.reader = Reader(self.out)
             self.started = self.used = True
-            return self._send(("program", self.key, self.program))
-        return self._spawn()
+            return self._send(("program", self.key, self.program)) and self._args(main_args)
+        return self._spawn() and self._args(main_args)
+
+    def _args(self, main_args):
+        return not main_args or self._send(("args", main_args))
 
     def _spawn(self):
         # The server's lock, taken here and handed to it (fd 3): from this moment
@@ -82,9 +86,10 @@ class CompileServer:
             except OSError:
                 pass
         # The program's after-run lock (`bril.cache.buildlocks.AFTER_RUN`), taken here
-        # and handed to it (fd 4) for its first session: the server takes 0.1 s to start, and a
-        # run of the program started in that time (the next one, when this run spawns
-        # its server as it ends) would start a second server for the same work.
+        # and handed to it (fd 4) for its first session: the server takes 0.1 s to
+        # start, and a run of the program started in that time (the next one, when
+        # this run spawns its server as it ends) would start a second server for the
+        # same work.
         after = open_lock(self.cache, "build-" + AFTER_RUN + self.key)
         if after is not None:
             try:

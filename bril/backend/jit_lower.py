@@ -63,7 +63,7 @@ class RegionLowering(FunctionLowering):
     the slot array, only the region's blocks are lowered, and an edge out of the
     region is an exit."""
 
-    def __init__(self, info, program, region, name):
+    def __init__(self, info, program, region, name, constants=None):
         self.info = info
         self.program = program
         self.rt = program.rt
@@ -82,7 +82,10 @@ class RegionLowering(FunctionLowering):
         # An integer the function assigns once, by a `const`, holds that value
         # wherever it is set: the region reads the constant (LLVM folds it, e.g. a
         # divisor `brili --trace --trace-specialize` made constant).
-        self.known = {n: c for n, c in single_constants(info.func).items()
+        # So does each of `constants` (@main's arguments, fixed for the run:
+        # `bril.analysis.invariants.main_constants`).
+        self.known = {n: c for n, c in {**single_constants(info.func),
+                                        **(constants or {})}.items()
                       if n in self.layout.types and n not in written
                       and self.layout.types[n] == "int"}
 
@@ -358,14 +361,15 @@ def _entry_copies(info, region, leaves):
 
 
 def lower_region(linked, index, region, entries, name, prefix="jit", compiled_functions=(),
-                 parents=None):
+                 parents=None, constants=None):
     """A module holding the region of function `index` as `name` (and every function
     it calls); returns (module, Slots, indices of the functions defined, indices
     of the functions used from earlier modules).  Raises `Unsupported` for what
-    native code does not handle.  `parents`: see `RegionLowering.entry_dispatch`."""
+    native code does not handle.  `parents`: see `RegionLowering.entry_dispatch`;
+    `constants`: {variable: int} read as those values."""
     program = RegionProgram(linked, name, prefix, compiled_functions)
     info = program.info(index)
-    layout = RegionLowering(info, program, region, name).lower(entries, parents)
+    layout = RegionLowering(info, program, region, name, constants).lower(entries, parents)
     defined = program.lower_called()
     return program.module, layout, defined, program.called & set(compiled_functions)
 

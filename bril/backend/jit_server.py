@@ -28,6 +28,9 @@ that wants the same unit waits for it to land instead of building it again, and
 
 Messages are a 4-byte length and a marshalled tuple each way:
     ("program", profile_key, program_key)  the program of the requests that follow
+    ("args", main_args)               the run's @main arguments ({name: value}): a
+                                      region of @main takes those its loops compute
+                                      with as constants (`main_constants`)
     ("build", rid, what, candidates)  a region (what = (index, header); candidates:
                                       [(blocks, entries)], widest first, the first
                                       that lowers is built) or a whole function
@@ -71,6 +74,8 @@ class Server:
         self.built = {}             # what -> {"blocks", "entries"} (regions) or {} (calls)
         self.failed = []            # whats nothing could be built for
         self.held = {}              # unit key -> lock fd, for units asked and not built yet
+        self.main_args = {}         # the session's run's @main arguments (its "args")
+        self.constants = None       # (`_constants`, for them)
 
     def load_program(self):
         """The program (linked, with its generated-code facts): False if it is gone."""
@@ -116,11 +121,11 @@ class Server:
                 candidates = select_region(fc, what[1])
             error = None
             for blocks, entries in candidates:
-                ukey = jitcache.unit_key(self.linked, "region", index, blocks, entries,
-                                         self.level)
+                ukey = self._unit_key(what, blocks, entries)
                 try:
                     self._keep(ukey, lambda: jitcache.lower_region_unit(
-                        self.linked, fc, blocks, entries, "bril.unit")[:2])
+                        self.linked, fc, blocks, entries, "bril.unit",
+                        constants=self._constants(index))[:2])
                 except BrilError as e:
                     error = e
                     continue
@@ -128,10 +133,33 @@ class Server:
                 self._marshal_code(ukey, what)
                 return ukey, sorted(blocks), sorted(entries)
             raise error or BrilError("no region")
-        ukey = jitcache.unit_key(self.linked, "call", what, None, None, self.level)
+        ukey = self._unit_key(what, None, None)
         self._keep(ukey, lambda: jitcache.lower_call_unit(self.linked, what, "bril.unit")[:2])
         self.built[what] = {}
         return ukey, None, None
+
+    def set_main_args(self, main_args):
+        if main_args != self.main_args:
+            self.main_args, self.constants = main_args, None
+
+    def _constants(self, index):
+        """{variable: int} a region of function `index` takes as constants (@main's
+        arguments, as the run computes them: `bril.backend.jit.Jit._constants`)."""
+        if index != self.linked.main_index():
+            return {}
+        if self.constants is None:
+            from ..analysis.invariants import main_constants
+            self.constants = main_constants(self.linked, self.main_args)
+        return self.constants
+
+    def _unit_key(self, what, blocks, entries):
+        """The key of the unit of `what` (a region's (index, header), or a function's
+        index) from blocks and entries, as the run computes it."""
+        from . import jitcache
+        if isinstance(what, tuple):
+            return jitcache.unit_key(self.linked, "region", what[0], blocks, entries,
+                                     self.level, self._constants(what[0]))
+        return jitcache.unit_key(self.linked, "call", what, None, None, self.level)
 
     def _marshal_code(self, ukey, what):
         """The region's marshalling functions into the code cache, as the run entering
@@ -157,9 +185,9 @@ class Server:
             if not candidates:
                 return
             blocks, entries = candidates[0]
-            ukey = jitcache.unit_key(self.linked, "region", what[0], blocks, entries, self.level)
+            ukey = self._unit_key(what, blocks, entries)
         else:
-            ukey = jitcache.unit_key(self.linked, "call", what, None, None, self.level)
+            ukey = self._unit_key(what, None, None)
         if ukey in self.held:
             return
         import fcntl
@@ -293,11 +321,7 @@ class Server:
     def _needs_heap(self):
         from . import jitcache
         for what, spec in self.built.items():
-            if isinstance(what, tuple):
-                ukey = jitcache.unit_key(self.linked, "region", what[0], spec["blocks"],
-                                         spec["entries"], self.level)
-            else:
-                ukey = jitcache.unit_key(self.linked, "call", what, None, None, self.level)
+            ukey = self._unit_key(what, spec.get("blocks"), spec.get("entries"))
             meta = jitcache.stored_meta(self.cache, ukey)
             if meta is not None and meta.get("heap"):
                 return True
@@ -318,6 +342,7 @@ def _session(servers, cache, level, reader, write, key, program, after=None):
     and never asked for, and note every unit in the program's profile.  `after`: the
     program's AFTER_RUN lock if the run that started this server took it."""
     todo, ack, exe = [], False, None
+    main_args = {}
     # (the AFTER_RUN lock, once the program is known)
     if after is None and key is not None:
         after = building(cache, AFTER_RUN + key, wait=False).__enter__()
@@ -354,6 +379,8 @@ def _session(servers, cache, level, reader, write, key, program, after=None):
                 key, program = message[1], message[2]
                 if after is None:
                     after = building(cache, AFTER_RUN + key, wait=False).__enter__()
+            elif message[0] == "args":
+                main_args = message[1]
             elif message[0] == "exe":
                 exe = (message[1], message[2] if len(message) > 2 else None)
             elif message[0] == "exitcode":
@@ -362,7 +389,7 @@ def _session(servers, cache, level, reader, write, key, program, after=None):
                 queue.append(message)
                 if message[0] == "build":
                     try:
-                        _server_for(servers, cache, key, program, level).hold(
+                        _server_for(servers, cache, key, program, level, main_args).hold(
                             *message[2:4])
                     except Exception:
                         pass
@@ -378,7 +405,7 @@ def _session(servers, cache, level, reader, write, key, program, after=None):
             break
         _, rid, what, candidates = message
         t0 = time.perf_counter()
-        server = _server_for(servers, cache, key, program, level)
+        server = _server_for(servers, cache, key, program, level, main_args)
         try:
             if not server.load_program():
                 raise BrilError("the program is not in the code cache")
@@ -394,7 +421,7 @@ def _session(servers, cache, level, reader, write, key, program, after=None):
         if after is None:
             after = building(cache, AFTER_RUN + key, wait=False).__enter__()
         try:
-            server = _server_for(servers, cache, key, program, level)
+            server = _server_for(servers, cache, key, program, level, main_args)
             # First the code a run goes on in when native code hands back: a run
             # started right after this one enters the units already built at once,
             # and generated that code itself (10-30 ms of its own) when it came
@@ -444,14 +471,17 @@ def _generate_exit_code(servers, cache, key, program, level, messages):
             pass
 
 
-def _server_for(servers, cache, key, program, level):
+def _server_for(servers, cache, key, program, level, main_args=None):
     """The Server of the program whose whole digest is `program` (kept for later
-    sessions of the same program: never another program of the same outline)."""
+    sessions of the same program: never another program of the same outline), for
+    a run with these @main arguments (`main_args`, if given)."""
     server = servers.get(program)
     if server is None:
         if len(servers) >= 8:
             servers.clear()
         server = servers[program] = Server(cache, key, program, level)
+    if main_args is not None:
+        server.set_main_args(main_args)
     return server
 
 

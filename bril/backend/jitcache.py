@@ -23,11 +23,15 @@ from ..cache.codecache import hasher
 from .jitprofile import FORMAT
 
 
-def unit_key(linked, kind, index, blocks, entries, level):
-    """The key of a unit: `kind` 'region' (blocks, entries: block indices) or 'call'."""
+def unit_key(linked, kind, index, blocks, entries, level, constants=None):
+    """The key of a unit: `kind` 'region' (blocks, entries: block indices) or 'call';
+    `constants`: the variables its code takes as constants (a region of @main:
+    `bril.analysis.invariants.main_constants`), which a unit of other values is not."""
     from ..native_runtime.nativert import native_digest
     h = hasher(FORMAT + native_digest(level))
     h.update(repr((kind, index, sorted(blocks or ()), sorted(entries or ()))).encode())
+    if constants:
+        h.update(repr(sorted(constants.items())).encode())
     # The function and everything it calls, transitively (compiled into the unit).
     from ..cache.codekeys import call_graph_digest
     h.update(call_graph_digest(linked, index, inlined_only=False))
@@ -115,13 +119,16 @@ class NeedsHeap(Exception):
     """The unit touches memory, and the interpreter's heap is not the shared one."""
 
 
-def lower_region_unit(linked, fc, blocks, entries, name, prefix="u", shared=(), heap=True):
+def lower_region_unit(linked, fc, blocks, entries, name, prefix="u", shared=(), heap=True,
+                      constants=None):
     """(module, meta, defined, used, slots) of a loop region of `fc` (a FunctionCode):
-    the lowered module and what using it needs (see the module docstring)."""
+    the lowered module and what using it needs (see the module docstring).
+    `constants`: {variable: int} the region reads as those values (see `unit_key`)."""
     from .jit_lower import lower_region
     module, slots, defined, used = lower_region(linked, fc.index, blocks, sorted(entries),
                                                 name, prefix=prefix, compiled_functions=shared,
-                                                parents=loop_parents(fc, blocks))
+                                                parents=loop_parents(fc, blocks),
+                                                constants=constants)
     allocates = linked.allocates()
     needs_heap = any(resume.needs_heap(t, allocates) for t in slots.types.values())
     if needs_heap and not heap:

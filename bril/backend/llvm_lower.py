@@ -57,6 +57,7 @@ from ..ir.errors import BrilError
 from ..ir.ops import OPS, SSA_OPS
 from ..analysis.blocks import build_blocks
 from ..analysis import typecheck as tc
+from ..analysis.invariants import invariants_in_loops
 from ..ir.linker import link
 from ..ir.values import js_type_text, type_cmp
 from ..native_runtime.resume import (value_tag, CELL_RID_SHIFT, TAG_BASES, TAG_PTR_STEP, TAG_UNDEF,
@@ -1932,7 +1933,7 @@ class ProgramLowering:
             if self.is_main(info):
                 # (@main's arguments: only those its loops compute with, never
                 # assigned, where a constant pays)
-                looped = _invariants_in_loops(info.func.get("instrs") or ())
+                looped = invariants_in_loops(info.func.get("instrs") or ())
                 values = {p: v for p, v in values.items() if p in looped}
             for p, v in values.items() if not self._calls_others(info) else ():
                 key = "bool" if type(v) is bool else "int"
@@ -2031,45 +2032,6 @@ def lower_linked(linked, *, count=True, profile=None):
         except Unsupported:
             pass
     return ProgramLowering(linked, count=count).lower()
-
-
-# Ops whose operands @main's value variant takes as constants only when arithmetic
-# reads them too: a trip count, which only comparisons read, is the input's size,
-# which changes from run to run (and one value differing sends a run to the generic
-# code); a modulus, a base, a multiplier -- where LLVM gains from a constant -- do not.
-_COMPARISONS = frozenset(("eq", "lt", "gt", "le", "ge", "feq", "flt", "fgt", "fle", "fge"))
-
-
-def _invariants_in_loops(instrs):
-    """The variables never assigned that instructions inside a loop read, comparisons
-    aside (between a label and a later jump back to it, in the text's order: a cycle
-    of blocks needs such a jump) -- directly, or through a variable assigned once, by
-    an `id` of one, as a dynamic language's front end copies @main's typed arguments
-    into `any` variables."""
-    assigned = {}
-    for instr in instrs:
-        if "dest" in instr:
-            assigned[instr["dest"]] = assigned.get(instr["dest"], 0) + 1
-    at = {}
-    opened = [0] * (len(instrs) + 1)        # loops opening (+1) and closing (-1) here
-    for i, instr in enumerate(instrs):
-        if "label" in instr:
-            at[instr["label"]] = i
-        elif instr.get("op") in ("jmp", "br", "guard"):
-            for label in instr.get("labels") or ():
-                if label in at:
-                    opened[at[label]] += 1
-                    opened[i + 1] -= 1
-    read = set()
-    depth = 0
-    for instr, change in zip(instrs, opened):
-        depth += change
-        if depth and instr.get("op") not in _COMPARISONS:
-            read.update(instr.get("args") or ())
-    read.update(instr["args"][0] for instr in instrs
-                if instr.get("op") == "id" and instr.get("args")
-                and instr.get("dest") in read and assigned[instr["dest"]] == 1)
-    return {name for name in read if name not in assigned}
 
 
 def assumptions_of(profile):
