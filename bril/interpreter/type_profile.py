@@ -21,13 +21,14 @@ that at least KINDS_SHARE of the calls the interpreter's first tier
 a program whose values change kind at a phase of the run has one per phase).
 Under "values", an int or bool parameter that held one value in nearly all such
 calls (VALUE_SHARE, VALUE_CALLS), and @main's int and bool arguments (its one
-call: values invariant for the run, such as a modulus or a trip count; code
-compiled for them checks them once, at the start).  A profile merged from several
-runs (`merged`) lists under "varying" the parameters whose value changed between
-runs, which are not speculated on again.  Under "loops", by loop header label, the kinds
-the `any` variables live there held together as the loop came round, each
-combination found by at least KINDS_SHARE of the arrivals (KINDS_KEPT at most):
-native code keeps a copy of the loop for each, its variables' types known there.
+call: values invariant for the run; code compiled for those its loops compute
+with, such as a modulus, checks them once, at the start).  A profile merged from
+several runs (`merged`) lists under "varying" the parameters whose value changed
+between runs, which are not speculated on again.  Under "loops", by loop header
+label, the kinds the `any` variables live there held together as the loop came
+round, each combination found by at least KINDS_SHARE of the arrivals (KINDS_KEPT
+at most): native code keeps a copy of the loop for each, its variables' types known
+there.
 `brili --write-profile` keeps every function in that tier for the whole run, so
 that every call is seen (a slower run: write profiles on small inputs).  A profile only
 steers speed: code compiled for it checks the types and values at each entry
@@ -140,9 +141,10 @@ def merged(old, new):
     both (the old first; KINDS_KEPT at most), and of each loop header's
     (HEADER_KINDS_KEPT at most); the values both runs passed alike, those that
     differed listed under "varying" (never values again: a value that changes from
-    run to run is no constant to compile for).  What runs of a program saw, kept in its JIT profile
-    (`bril.backend.jit`): a warm run's first tier sees little (its code comes from
-    the cache, and native code runs the loops), the first run's much."""
+    run to run is no constant to compile for).  What runs of a program saw, kept in
+    its JIT profile (`bril.backend.jit`): a warm run's first tier sees little (its
+    code comes from the cache, and native code runs the loops), the first run's
+    much."""
     from .interp import HEADER_KINDS_KEPT
     functions = {name: {"kinds": list(entry.get("kinds", ())),
                         "loops": {label: list(sets) for label, sets in entry.get("loops", {}).items()},
