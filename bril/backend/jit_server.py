@@ -54,7 +54,6 @@ Messages are a 4-byte length and a marshalled tuple each way:
                                       region's blocks and entries, why not
 """
 
-import marshal
 import os
 import sys
 import time
