@@ -166,6 +166,22 @@ def test_json_input_does_not_import_lark_or_llvmlite():
     assert proc.stderr == b"[]\n"
 
 
+def test_a_run_in_the_cold_tier_imports_nothing_of_code_generation(tmp_path):
+    # Most Bril runs are tiny and never leave the cold tier: the generator, its
+    # analyses and its Python names are start-up they do not use.
+    code = ("import sys\n"
+            "from bril.cli import brili\n"
+            "try:\n    brili.main(['5'])\nexcept SystemExit:\n    pass\n"
+            "print(sorted(m for m in ('bril.interpreter.codegen', 'bril.analysis.typecheck',"
+            " 'bril.native_runtime.pynames') if m in sys.modules), "
+            "file=sys.stderr)\n")
+    env = dict(os.environ, BRIL_CACHE_DIR=str(tmp_path))
+    proc = subprocess.run([sys.executable, "-P", "-c", code], input=json.dumps(ADD_ONE).encode(),
+                          capture_output=True, timeout=120, env=env)
+    assert proc.stdout == b"6\n"
+    assert proc.stderr == b"[]\n"
+
+
 def test_jit_leaves_a_program_that_cannot_get_hot_to_the_interpreter(tmp_path):
     # No loop and no call: at most as many instructions run as the program has,
     # so `--jit` does not even import the JIT (a warm run is then no slower).

@@ -42,7 +42,6 @@ from ..ir.errors import BrilError
 from ..ir import messages as M
 from . import heap as heapmod
 from ..ir.linker import link
-from ..native_runtime.pynames import function_name, shadow_name, var_name, variant_name
 from ..ir.ops import HELPERS as OP_HELPERS
 from ..ir.support import CHECK_FUNCTIONS, SCALAR_KIND, any_variables
 from ..ir.values import UNDEF, MISSING, format_float, format_value, kind_of, parse_main_args
@@ -241,6 +240,7 @@ class CompiledProgram:
         return compiled
 
     def _bind(self, links):
+        from ..native_runtime.pynames import function_name
         ns = self.ns
         ns.update(links.constants)
         for i in links.callees:
@@ -469,6 +469,7 @@ class CompiledProgram:
 
     def _rebind(self, index, fn):
         """Later calls of function `index` (by name, or from the cold tier) run fn."""
+        from ..native_runtime.pynames import function_name
         func = self.linked.functions[index]
         name = function_name(index, func.get("name", ""))
         fn = self.jit_wrap(index, fn) if self.jit_mode else fn
@@ -536,6 +537,7 @@ class CompiledProgram:
         to its Python name (later calls run it): its normal variant, under the
         JIT its jit variant (with counters that hand hot loops to native code),
         with a trace recorder its record variant."""
+        from ..native_runtime.pynames import function_name
         if self.jit_mode:
             fast = self.jit_wrap(cf.index, self.load(cf.index, "jit"))
             cf.fast = self.ns[function_name(cf.index, cf.name)] = fast
@@ -587,6 +589,7 @@ class CompiledProgram:
     def stop_recording(self):
         """The recorder stopped listening (its budget ran out): no more events, and
         functions promoted from now on get their normal variants."""
+        from ..native_runtime.pynames import variant_name
         self.ns.update(_RE=_no_event, _RB=_no_event, _RL=_no_event, _RS=True)
         self.record_mode = False
         cold = self.__dict__.get("_cold")
@@ -607,6 +610,7 @@ class CompiledProgram:
     def sample_values(recorder):
         """What a record variant calls with its locals when the recorder asks for
         the values at a loop entry (`Recorder.sample`: by Bril names)."""
+        from ..native_runtime.pynames import var_name
         sample = getattr(recorder, "sample", None)
 
         def values(stats, loc):
@@ -617,6 +621,7 @@ class CompiledProgram:
         """A record variant's frame once the recorder has stopped: go on at loop
         header block `header` in function `index`'s osr variant, with the frame's
         locals `loc` (returns what the function returns)."""
+        from ..native_runtime.pynames import shadow_name, var_name
         fc = self.function_code(index)
         entries = self.__dict__.setdefault("_unrecorded", {})
         entry = entries.get((index, header))
@@ -705,6 +710,7 @@ class CompiledProgram:
 
     def entry_function(self, index):
         """The `__entry(_b, _vars)` variant of a function (compiled on demand)."""
+        from ..native_runtime.pynames import variant_name
         name = variant_name(index, self.linked.functions[index].get("name", ""), "entry")
         fn = self.ns.get(name)
         return fn if fn is not None else self.load(index, "entry")
@@ -724,6 +730,7 @@ def _no_event(*args):
 def _frame_values(func, frame):
     """{variable (or ("shadow", name)): value} of the `locals()` of a frame of func's
     generated code, as its osr variants take them."""
+    from ..native_runtime.pynames import shadow_name, var_name
     values = {}
     for p in func.get("args") or ():
         name = p.get("name")
