@@ -146,6 +146,12 @@ def test_a_unit_another_process_is_building_is_waited_for(tmp_path, lock):
         jit._ask_region(main, header)
         # (not asked again: this run waits for the other build to land)
         assert (main, header) in jit.waiting and not jit.asking and jit.server is None
+        # (the report says so, should the run end now)
+        (pending,) = jit.report()["regions"]
+        assert pending["elsewhere"] and not pending["compiling"]
+        assert pending["waited_from"] is not None
+        from bril.backend.jit import report_text
+        assert "another run's compile server was building it" in report_text(jit.report())
         jit._land()
         assert (main, header) in jit.waiting
         # The other process's build lands (as its server would keep it).
@@ -468,3 +474,39 @@ def test_programs_of_one_outline_never_share_units(tmp_path):
         plain = _brili(["--no-jit", "3000000"], text, tmp_path)
         got = _brili(["3000000"], text, tmp_path, **env)
         assert got.stdout == plain.stdout, text
+
+
+RECURSION = program_text("jit_server/recursion")
+
+
+def test_the_unit_asked_for_under_recursion_is_the_recursive_function(tmp_path):
+    # The sampled stack (innermost first): @scan's loop under @tree under @tree...
+    # under @main.  The unit worth asking for is @tree whole (it takes @scan in), not
+    # @scan's loop, entered once per call for a few instructions.
+    jit, compiled, main, fc = _attached(RECURSION, CodeCache(str(tmp_path)))
+    jit.use_server = True
+    names = {f["name"]: i for i, f in enumerate(compiled.linked.functions)}
+    tree, scan = names["tree"], names["scan"]
+    stack = [(scan, None, None), (tree, None, None), (tree, None, None), (main, None, None)]
+    assert jit._recursion_on_stack(stack) == tree
+    assert jit._recursion_on_stack([(scan, None, None), (tree, None, None),
+                                    (main, None, None)]) is None      # (no recursion)
+    jit.calls[tree] = None          # (its unit could not be built: the loop's turn)
+    assert jit._recursion_on_stack(stack) is None
+    jit.use_server = False          # (compiling here: by the pay-back rule, as before)
+    del jit.calls[tree]
+    assert jit._recursion_on_stack(stack) is None
+    jit.finish()
+
+
+def test_a_first_run_asks_for_the_recursive_function_and_stays_exact(tmp_path):
+    plain = _brili(["--no-jit", "-p", "23"], RECURSION, tmp_path)
+    report = tmp_path / "report.json"
+    first = _brili(["--jit-report", str(report), "-p", "23"], RECURSION, tmp_path)
+    assert first.returncode == 0
+    assert first.stdout == plain.stdout and first.stderr == plain.stderr
+    rep = json.loads(report.read_text())
+    if not rep["server"] or rep.get("note"):
+        pytest.skip("the JIT did not come in with a compile server: " + json.dumps(rep))
+    assert [f["function"] for f in rep["functions"]] == ["tree"], rep
+    assert not [r for r in rep["regions"] if r["function"] == "scan"], rep

@@ -245,7 +245,8 @@ class Jit:
         self.asked = {}                 # request id -> _Ask, while the server builds
         self.asking = {}                # what -> its _Ask (what: (index, header) or index)
         self.exit_code_asked = set()    # functions whose jitx variant the server makes
-        self.waiting = {}               # what -> unit keys another process is building
+        self.waiting = {}               # what -> (candidates, unit keys another process
+                                        # is building, seconds into the run it began waiting)
         self.start_time = time.perf_counter()
         self.run_seconds = None         # (the run's length, once it is over)
         # When the program began running (the JIT may come in later: jit_deferred).
@@ -470,6 +471,11 @@ class Jit:
             depth += 1
         for index in seen:
             self.hot_seconds[index] += elapsed
+        rec = self._recursion_on_stack(frames) if len(frames) > len(seen) else None
+        if rec is not None:
+            if self.calls.get(rec, False) is False and self._worth(rec, rec):
+                self._compile_call_in_sampler(rec)
+            return
         # The innermost loop is charged -- or, if its native code did too little per
         # entry to pay for crossing over (`light`), the loop around it, in this
         # function or in its caller: a unit that takes the light one in.
@@ -494,6 +500,27 @@ class Jit:
                 # Hot without a loop of its own: many calls (recursion, a callee).
                 self._compile_call_in_sampler(index)
             return
+
+    def _recursion_on_stack(self, frames):
+        """The outermost function (not @main) the sampled stack holds more than once,
+        with a compile server, unless its unit failed or was light: the unit to ask
+        for.  Compiled whole, a recursive function takes in what it calls -- the hot
+        loop of a callee (eight-queens' @valid under @queen) runs inside it, where a
+        region of its own would be entered once per call for a few instructions and
+        dropped, and the recursion is native too."""
+        if not self._with_server():
+            return None
+        counts = {}
+        for index, _, _ in frames:
+            counts[index] = counts.get(index, 0) + 1
+        main = self.compiled.linked.main_index()
+        for index, _, _ in reversed(frames):
+            if counts[index] > 1 and index != main:
+                native = self.calls.get(index, False)
+                if native is None or getattr(native, "light", False):
+                    return None
+                return index
+        return None
 
     def _loops_at(self, code, line):
         """The headers of the loops around `line` of generated code, the innermost
@@ -663,7 +690,7 @@ class Jit:
             if isinstance(found, tuple):
                 self._region_from_unit(key, *found)
             elif found:
-                self.waiting[key] = (candidates, found)
+                self.waiting[key] = (candidates, found, time.perf_counter() - self.start_time)
             elif not self._ask(key, candidates):
                 self.use_server = False     # (compile here, when it pays)
 
@@ -683,7 +710,8 @@ class Jit:
                 self.all_calls.append(native)
                 self._use_native_call(index, native)
             elif found:
-                self.waiting[index] = ([(None, None)], found)
+                self.waiting[index] = ([(None, None)], found,
+                                       time.perf_counter() - self.start_time)
             elif not self._ask(index, None):
                 self.use_server = False
 
@@ -729,7 +757,7 @@ class Jit:
                     self.wanted_heap = True
                     error, unit = "pointers need the shared heap", None
                 self._landed(ask, unit, ukey, blocks, entries, error)
-            for what, (candidates, keys) in list(self.waiting.items()):
+            for what, (candidates, keys, _) in list(self.waiting.items()):
                 if any(being_built(self.cache, k) for k in keys):
                     continue
                 del self.waiting[what]
@@ -737,6 +765,7 @@ class Jit:
                 found = self._in_cache(kind, index, candidates)
                 if isinstance(found, tuple):
                     ask = _Ask(what, None)
+                    ask.arrived_at = time.perf_counter() - self.start_time
                     self._landed(ask, found[0], found[1], found[2], found[3], None)
                 # (else the other build failed: asked again if it stays hot)
 
@@ -1341,18 +1370,20 @@ class Jit:
                 blocks=[_block_name(fc, bi) for bi in sorted(region.blocks)],
                 instructions=region.instrs, entries=region.entries,
                 exits={_block_name(fc, t): n for t, n in sorted(region.exits.items())}))
-        for ask in sorted(self.asking.values(), key=lambda a: a.asked_at):
-            # (asked of the compile server, not back when the run ended)
-            if isinstance(ask.what, tuple):
-                fc = self.compiled.function_code(ask.what[0])
-                out["regions"].append({"function": fc.name,
-                                       "header": _block_name(fc, ask.what[1]),
-                                       "compiled": False, "compiling": True,
-                                       "asked_at": round(ask.asked_at, 4)})
+        # (asked of the compile server, or being built by another run's, and not
+        # there when the run ended)
+        pending = [(ask.what, ask.asked_at, "asked_at") for ask in self.asking.values()]
+        pending += [(what, since, "waited_from") for what, (_, _, since) in self.waiting.items()]
+        for what, at, when in sorted(pending, key=lambda p: p[1]):
+            entry = {"compiled": False, "compiling": when == "asked_at",
+                     "elsewhere": when == "waited_from", when: round(at, 4)}
+            if isinstance(what, tuple):
+                fc = self.compiled.function_code(what[0])
+                out["regions"].append(dict(entry, function=fc.name,
+                                           header=_block_name(fc, what[1])))
             else:
-                out["functions"].append({
-                    "function": self.compiled.linked.functions[ask.what].get("name", ""),
-                    "compiled": False, "compiling": True, "asked_at": round(ask.asked_at, 4)})
+                out["functions"].append(dict(
+                    entry, function=self.compiled.linked.functions[what].get("name", "")))
         return out
 
 
@@ -1397,6 +1428,8 @@ def _when(unit, total):
     parts = []
     if unit.get("asked_at") is not None:
         parts.append(f"asked for at {unit['asked_at']:.3f} s")
+    if unit.get("waited_from") is not None:
+        parts.append(f"waited for from {unit['waited_from']:.3f} s")
     if unit.get("arrived_at") is not None:
         # (a reply that brought no unit -- the build failed -- is no native code)
         parts.append(("native from" if unit.get("compiled") else "answered at")
@@ -1405,6 +1438,14 @@ def _when(unit, total):
         parts.append(f"{100 * unit['native_instructions'] / total:.0f}% of the run's "
                      "instructions")
     return ("; " + ", ".join(parts)) if parts else ""
+
+
+def _pending_why(unit):
+    if unit.get("compiling"):
+        return "still compiling when the program ended"
+    if unit.get("elsewhere"):
+        return "another run's compile server was building it when the program ended"
+    return None
 
 
 def report_text(report):
@@ -1417,8 +1458,7 @@ def report_text(report):
     for r in report["regions"]:
         where = f"@{r['function']} {r['header']}"
         if not r.get("compiled"):
-            why = "still compiling when the program ended" if r.get("compiling") \
-                else r.get("why") or r.get("dropped")
+            why = _pending_why(r) or r.get("why") or r.get("dropped")
             lines.append(f"  {where}: not compiled ({why}){_when(r, total)}")
             continue
         exits = ", ".join(f"{k} x{n}" for k, n in r["exits"].items()) or "none"
@@ -1430,8 +1470,7 @@ def report_text(report):
     for f in report.get("functions", ()):
         where = f"@{f['function']} (whole function)"
         if not f["compiled"]:
-            why = "still compiling when the program ended" if f.get("compiling") \
-                else f["dropped"]
+            why = _pending_why(f) or f["dropped"]
             lines.append(f"  {where}: not compiled ({why}){_when(f, total)}")
             continue
         lines.append(f"  {where}: compiled in {f['compile_seconds']:.3f} s; {f['calls']} "
