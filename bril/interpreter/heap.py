@@ -491,18 +491,23 @@ def native_load_lines(dest, ptr, ptr_name, kind):
     if kind is None:
         return [f"{dest} = _hnload({ptr}, {ptr_name!r})"]
     if kind == "ptr":
-        read = ["    _hq = _ho + _ho",
+        read = [f"    if not _hf[_ho]: _huninit({ptr_name!r})",
+                "    _hq = _ho + _ho",
                 "    _hx = _hregs.get(_hd[_hq])",
                 (f"    {dest} = (_hpair(_hd[_hq], _hd[_hq + 1], _hr.inner) if _hx is None "
                  f"else (_hx.data, _hd[_hq + 1], _hx))")]
-    elif kind == "char":
-        read = [f"    {dest} = chr(_hd[_ho])"]
     else:
-        read = [f"    {dest} = _hd[_ho]"]
+        # A region's cells start zeroed and every store sets the cell's flag: a cell
+        # that reads other than zero was stored to, and only a zero needs its flag
+        # looked at (a memoryview read saved on most loads).
+        # (into _hv first: `dest` may be the pointer's own variable, which the slow
+        # path reads if chr() fails)
+        read = ["    _hv = _hd[_ho]",
+                f"    if not _hv and not _hf[_ho]: _huninit({ptr_name!r})",
+                f"    {dest} = chr(_hv)" if kind == "char" else f"    {dest} = _hv"]
     return [
         f"if _ho < 0: _hbad({ptr})",
         "try:",
-        f"    if not _hf[_ho]: _huninit({ptr_name!r})",
         *read,
         _NATIVE_FAIL,
         f"    {dest} = _hnload({ptr}, {ptr_name!r})",
