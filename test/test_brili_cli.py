@@ -154,46 +154,37 @@ def test_dump_py_shows_generated_code():
     assert b"def F0_main(v_x):" in proc.stderr
 
 
-def test_json_input_does_not_import_lark_or_llvmlite():
+def _imported_after_run(argv, modules, cache_dir=None):
+    """(stdout, stderr) of `brili ARGV` on ADD_ONE in a fresh process, its stderr
+    ending in a line listing which of `modules` the run imported."""
     code = ("import sys\n"
             "from bril.cli import brili\n"
-            "try:\n    brili.main(['5'])\nexcept SystemExit:\n    pass\n"
-            "print(sorted(m for m in ('lark', 'llvmlite') if m in sys.modules), "
+            f"try:\n    brili.main({list(argv)!r})\nexcept SystemExit:\n    pass\n"
+            f"print(sorted(m for m in {tuple(modules)!r} if m in sys.modules), "
             "file=sys.stderr)\n")
+    env = dict(os.environ, BRIL_CACHE_DIR=str(cache_dir)) if cache_dir else None
     proc = subprocess.run([sys.executable, "-P", "-c", code], input=json.dumps(ADD_ONE).encode(),
-                          capture_output=True, timeout=120)
-    assert proc.stdout == b"6\n"
-    assert proc.stderr == b"[]\n"
+                          capture_output=True, timeout=120, env=env)
+    return proc.stdout, proc.stderr
+
+
+def test_json_input_does_not_import_lark_or_llvmlite():
+    assert _imported_after_run(["5"], ("lark", "llvmlite")) == (b"6\n", b"[]\n")
 
 
 def test_a_run_in_the_cold_tier_imports_nothing_of_code_generation(tmp_path):
     # Most Bril runs are tiny and never leave the cold tier: the generator, its
     # analyses and its Python names are start-up they do not use.
-    code = ("import sys\n"
-            "from bril.cli import brili\n"
-            "try:\n    brili.main(['5'])\nexcept SystemExit:\n    pass\n"
-            "print(sorted(m for m in ('bril.interpreter.codegen', 'bril.analysis.typecheck',"
-            " 'bril.native_runtime.pynames') if m in sys.modules), "
-            "file=sys.stderr)\n")
-    env = dict(os.environ, BRIL_CACHE_DIR=str(tmp_path))
-    proc = subprocess.run([sys.executable, "-P", "-c", code], input=json.dumps(ADD_ONE).encode(),
-                          capture_output=True, timeout=120, env=env)
-    assert proc.stdout == b"6\n"
-    assert proc.stderr == b"[]\n"
+    generation = ("bril.interpreter.codegen", "bril.analysis.typecheck",
+                  "bril.native_runtime.pynames")
+    assert _imported_after_run(["5"], generation, tmp_path) == (b"6\n", b"[]\n")
 
 
 def test_jit_leaves_a_program_that_cannot_get_hot_to_the_interpreter(tmp_path):
     # No loop and no call: at most as many instructions run as the program has,
     # so `--jit` does not even import the JIT (a warm run is then no slower).
-    code = ("import sys\n"
-            "from bril.cli import brili\n"
-            "try:\n    brili.main(['--jit', '-p', '5'])\nexcept SystemExit:\n    pass\n"
-            "print('bril.backend.jit' in sys.modules, file=sys.stderr)\n")
-    env = dict(os.environ, BRIL_CACHE_DIR=str(tmp_path))
-    proc = subprocess.run([sys.executable, "-P", "-c", code], input=json.dumps(ADD_ONE).encode(),
-                          capture_output=True, timeout=120, env=env)
-    assert proc.stdout == b"6\n"
-    assert proc.stderr == b"total_dyn_inst: 3\nFalse\n"
+    got = _imported_after_run(["--jit", "-p", "5"], ("bril.backend.jit",), tmp_path)
+    assert got == (b"6\n", b"total_dyn_inst: 3\n[]\n")
 
 
 @pytest.mark.parametrize("text, expected", [
