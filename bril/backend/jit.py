@@ -230,7 +230,7 @@ class Jit:
         self.profile = None             # what earlier runs learned (bril.backend.jitcache)
         self.profile_key = None
         self.wanted_heap = False        # a unit needed the shared heap it did not have
-        self.main_constants = None      # (`_constants`: @main's arguments, once computed)
+        self.run_keys = None            # (`_run_keys`: units' keys and constants)
         self.cache_hits = 0
         self.missing = set()            # profile entries whose units did not load
         self.source = None              # how to rebuild the program elsewhere (compile server)
@@ -1175,21 +1175,15 @@ class Jit:
         kept in the cache: each stands alone)."""
         return set() if self.cache is not None else self.native_functions
 
-    def _constants(self, index):
-        """{variable: int} a region of function `index` reads as constants: @main's
-        arguments its loops compute with (fixed for this run), else {}."""
-        if index != self.compiled.linked.main_index():
-            return {}
-        if self.main_constants is None:
-            from ..analysis.invariants import main_constants
-            self.main_constants = main_constants(self.compiled.linked, self.compiled.main_args)
-        return self.main_constants
-
     def _unit_key(self, kind, index, blocks, entries):
-        """The cache key of a unit of this run's (its constants named)."""
-        from . import jitcache
-        return jitcache.unit_key(self.compiled.linked, kind, index, blocks, entries,
-                                 self.level, self._constants(index) if kind == "region" else None)
+        """The cache key of a unit of this run's (`jitcache.RunKeys`)."""
+        return self._run_keys().key(kind, index, blocks, entries)
+
+    def _run_keys(self):
+        if self.run_keys is None:
+            from .jitcache import RunKeys
+            self.run_keys = RunKeys(self.compiled.linked, self.level, self.compiled.main_args)
+        return self.run_keys
 
     def _machine_code(self, obj, module, name, defined, used, kind, blocks, entries, meta):
         """Compile a lowered module for obj (a LoopRegion or NativeCall): into a shared
@@ -1305,7 +1299,7 @@ class Jit:
             module, meta, defined, used, slots = jitcache.lower_region_unit(
                 self.compiled.linked, fc, region.blocks, region.entry_blocks, name,
                 prefix=self.prefix, shared=self._shared_functions(),
-                heap=self.heap is not None, constants=self._constants(fc.index))
+                heap=self.heap is not None, constants=self._run_keys().constants(fc.index))
         except jitcache.NeedsHeap:
             self.wanted_heap = True
             raise BrilError("pointers need the shared heap") from None

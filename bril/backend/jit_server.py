@@ -74,7 +74,7 @@ class Server:
         self.failed = []            # whats nothing could be built for
         self.held = {}              # unit key -> lock fd, for units asked and not built yet
         self.main_args = {}         # the session's run's @main arguments (its "args")
-        self.constants = None       # (`_constants`, for them)
+        self.run_keys = None        # (`_run_keys`, for them)
 
     def load_program(self):
         """The program (linked, with its generated-code facts): False if it is gone."""
@@ -124,7 +124,7 @@ class Server:
                 try:
                     self._keep(ukey, lambda: jitcache.lower_region_unit(
                         self.linked, fc, blocks, entries, "bril.unit",
-                        constants=self._constants(index))[:2])
+                        constants=self._run_keys().constants(index))[:2])
                 except BrilError as e:
                     error = e
                     continue
@@ -139,26 +139,21 @@ class Server:
 
     def set_main_args(self, main_args):
         if main_args != self.main_args:
-            self.main_args, self.constants = main_args, None
+            self.main_args, self.run_keys = main_args, None
 
-    def _constants(self, index):
-        """{variable: int} a region of function `index` takes as constants (@main's
-        arguments, as the run computes them: `bril.backend.jit.Jit._constants`)."""
-        if index != self.linked.main_index():
-            return {}
-        if self.constants is None:
-            from ..analysis.invariants import main_constants
-            self.constants = main_constants(self.linked, self.main_args)
-        return self.constants
+    def _run_keys(self):
+        """Units' keys and constants as the run computes them (`jitcache.RunKeys`)."""
+        if self.run_keys is None:
+            from .jitcache import RunKeys
+            self.run_keys = RunKeys(self.linked, self.level, self.main_args)
+        return self.run_keys
 
     def _unit_key(self, what, blocks, entries):
         """The key of the unit of `what` (a region's (index, header), or a function's
-        index) from blocks and entries, as the run computes it."""
-        from . import jitcache
+        index) from blocks and entries."""
         if isinstance(what, tuple):
-            return jitcache.unit_key(self.linked, "region", what[0], blocks, entries,
-                                     self.level, self._constants(what[0]))
-        return jitcache.unit_key(self.linked, "call", what, None, None, self.level)
+            return self._run_keys().key("region", what[0], blocks, entries)
+        return self._run_keys().key("call", what, None, None)
 
     def _marshal_code(self, ukey, what):
         """The region's marshalling functions into the code cache, as the run entering

@@ -38,6 +38,31 @@ def unit_key(linked, kind, index, blocks, entries, level, constants=None):
     return h.hexdigest()
 
 
+class RunKeys:
+    """The unit keys and constants of one run's units, the same in the run and in its
+    compile server: a region of @main reads the @main arguments its loops compute
+    with as constants (`bril.analysis.invariants.main_constants`: fixed for the run,
+    and no function calls @main), named in its key; any other unit takes none."""
+
+    def __init__(self, linked, level, main_args):
+        self.linked, self.level, self.main_args = linked, level, main_args
+        self._main_constants = None
+
+    def constants(self, index):
+        """{variable: int} a region of function `index` reads as constants."""
+        if index != self.linked.main_index():
+            return {}
+        if self._main_constants is None:
+            from ..analysis.invariants import main_constants
+            self._main_constants = main_constants(self.linked, self.main_args)
+        return self._main_constants
+
+    def key(self, kind, index, blocks, entries):
+        """The key of a unit: `kind` 'region' (blocks, entries) or 'call'."""
+        return unit_key(self.linked, kind, index, blocks, entries, self.level,
+                        self.constants(index) if kind == "region" else None)
+
+
 def tried_here(profile, level):
     """What the compile server (`bril.backend.jit_server`) has tried to build for this
     profile with today's compiler (`native_digest`: after an upgrade, whose
