@@ -2,19 +2,9 @@
 
 import sys
 
-import click
 
-from bril.cli import PLUGIN_HELP
-from bril.ir.errors import run_click
-
-
-@click.command(context_settings={"help_option_names": ["-h", "--help"]},
-               epilog=PLUGIN_HELP)
-def bril2txt():
-    """Read a Bril program as JSON on stdin; write it in the text format on stdout.
-
-    Malformed JSON or an unknown op is one line, `error: ...`, with exit code 2.
-    """
+def convert():
+    """Read a Bril program as JSON on stdin; write it in the text format on stdout."""
     # Neither module imports lark: printing needs no parser.
     from bril.ir.program import load_program
     from bril.ir.printer import format_program
@@ -23,10 +13,29 @@ def bril2txt():
     sys.stdout.buffer.write(format_program(prog).encode("utf-8"))
 
 
+def plain(argv):
+    """The work of `bril2txt` with no argument (a pipeline's form), else None."""
+    return convert if not argv else None
+
+
+def command():
+    import click
+    from bril.cli import PLUGIN_HELP
+
+    @click.command(context_settings={"help_option_names": ["-h", "--help"]},
+                   epilog=PLUGIN_HELP)
+    def bril2txt():
+        """Read a Bril program as JSON on stdin; write it in the text format on stdout.
+
+        Malformed JSON or an unknown op is one line, `error: ...`, with exit code 2.
+        """
+        convert()
+    return bril2txt
+
+
 def main():
-    from bril.cli import no_cycle_collection
-    with no_cycle_collection():
-        run_click(bril2txt)
+    from bril.cli import run_plain_or_click
+    run_plain_or_click(plain, command)
 
 
 if __name__ == "__main__":

@@ -9,8 +9,9 @@ import json
 import math
 import shutil
 import subprocess
+import sys
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given, settings, strategies as st
 import pytest
 
 from bril.ir.errors import BrilError
@@ -286,6 +287,64 @@ def test_error_names_the_file():
 @pytest.mark.parametrize("src", ["", "  \n\t\n", b""])
 def test_empty_input(src):
     assert "empty input" in error_of(src).message
+
+
+# --- the fast path's tokens: its scanner in plain Python against the expression ----------
+
+def _expression_tokens(text):
+    import re
+    from bril.ir import fastparse
+    return re.compile("|".join(fastparse._TOKEN_ALTERNATIVES)).findall(text)
+
+
+def test_the_scanner_reads_the_corpus_as_the_expression_does():
+    from bril.ir import fastparse
+    paths = bril_files() + bril_files(root=BENCHMARKS)
+    assert len(paths) > 100
+    for path in paths:
+        text = path.read_text(encoding="utf-8", errors="surrogateescape")
+        assert fastparse._scan(text) == _expression_tokens(text), path
+
+
+# Characters each alternative of the expression turns on, blanks it skips and
+# others it does not (a vertical tab, a Unicode digit, a non-ASCII letter).
+_TOKEN_CHARS = list("aZ_%e.E09+-'\"\\#@{};:=<>,") + [
+    " ", "\t", "\n", "\r", "\f", "\v", "\u0663", "\u03bb", "'\\n'", "'a'", '"x"', "1.5e-3"]
+
+
+@settings(max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(_TOKEN_CHARS), max_size=24).map("".join))
+def test_the_scanner_reads_any_text_as_the_expression_does(text):
+    from bril.ir import fastparse
+    assert fastparse._scan(text) == _expression_tokens(text)
+
+
+def test_a_long_text_is_read_by_the_expression(monkeypatch):
+    from bril.ir import fastparse
+    text = "@main { x: int = const 1; print x; }"
+    monkeypatch.setattr(fastparse, "SCAN_CHARS", 8)
+    monkeypatch.setattr(fastparse, "_scan", None)     # (never called for it)
+    assert fastparse.tokens(text) == _expression_tokens(text)
+    assert parse_program(text)["functions"][0]["instrs"][1]["op"] == "print"
+
+
+def test_bril2json_of_a_short_program_imports_neither_click_nor_re():
+    # Every `bril2json < p.bril | brili` pipeline starts it: click's import was
+    # half of a 50 ms run, `re`'s 7-9 ms.
+    # (an editable install's finder imports re as the interpreter starts: forgotten
+    # here, so that an import of it by bril2json shows)
+    code = ("import sys\n"
+            "for m in [m for m in sys.modules if m == 're' or m.startswith('re.')]:\n"
+            "    del sys.modules[m]\n"
+            "before = set(sys.modules)\n"
+            "from bril.cli import bril2json\n"
+            "sys.argv = ['bril2json']\n"
+            "try:\n    bril2json.main()\nexcept SystemExit:\n    pass\n"
+            "print(sorted(m for m in ('click', 're', 'lark') if m in set(sys.modules) - before), "
+            "file=sys.stderr)\n")
+    proc = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, timeout=120,
+                          input=b"@main { x: int = const 1; print x; }\n")
+    assert proc.stderr == b"[]\n" and json.loads(proc.stdout)["functions"][0]["name"] == "main"
 
 
 def test_parser_is_built_once(monkeypatch):

@@ -4,7 +4,11 @@ The grammar (`bril.lark`) stays the definition of the text format, and lark's
 parser (`bril.ir.parse`) the one that reports errors.  This module reads the
 common case -- a program that parses -- in a single loop over a token list
 that one regular expression makes (`re.findall`, in C), without importing
-lark: about 5x faster than the LALR parser on 100,000-instruction programs.
+lark: about 5x faster than the LALR parser on 100,000-instruction programs.  A
+short program's tokens come from a scanner in plain Python that matches exactly
+what the expression matches (`_scan`): importing `re` alone (7-9 ms) takes
+longer than reading such a program, and `bril2json` starts in every
+`bril2json < p.bril | brili` pipeline.
 
 Whenever anything is not exactly as the grammar wants it (a stray character,
 a token out of place, an unknown op, a literal out of range, a request for
@@ -15,17 +19,15 @@ exactly the dicts `bril.ir.parse.ToJSON` builds.  It is iterative: nested types
 (`ptr<ptr<...>>`) are read with a counter, not by recursion.
 """
 
-import re
-
 from .ops import INT_MAX, INT_MIN, OPS
 
 # The grammar's terminals (bril.lark), the ignored ones (blanks and comments)
 # left out, and a catch-all single character for anything else (which makes
 # the fast path give up).  Terminals start with distinct characters, so the
 # order of the alternatives matters only for `.`: `.5` is a NUMBER, `.a` a
-# LABEL; both are tried before the catch-all.
+# LABEL; both are tried before the catch-all.  `_scan` reads the same tokens.
 _IDENT = r"[A-Za-z_%][A-Za-z0-9_%.]*"
-_TOKEN = re.compile("|".join([
+_TOKEN_ALTERNATIVES = [
     r"#[^\n]*",                                     # a comment: dropped
     _IDENT,                                         # IDENT and keywords
     "@" + _IDENT,                                   # FUNC
@@ -34,7 +36,139 @@ _TOKEN = re.compile("|".join([
     r"'(?:\\[0abtnvfr]|[^\n])[^'\n]*'",             # CHAR
     r'"(?:[^"\\\n]|\\.)*"',                         # STRING
     r"[^ \t\f\r\n]",                                # punctuation, or anything else
-]))
+]
+# Texts up to this many characters are read by `_scan`, longer ones by the
+# expression (`_findall`): at this size the two take about as long as importing
+# `re`.
+SCAN_CHARS = 50_000
+_findall = None
+
+
+def tokens(text):
+    """The tokens of text, comments included: `_TOKEN_ALTERNATIVES`' matches, in
+    order, as `re.findall` of their alternation gives them."""
+    global _findall
+    if len(text) <= SCAN_CHARS:
+        return _scan(text)
+    if _findall is None:
+        import re
+        _findall = re.compile("|".join(_TOKEN_ALTERNATIVES)).findall
+    return _findall(text)
+
+
+_BLANK = frozenset(" \t\f\r\n")
+_IDENT_REST = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_%.")
+
+
+def _scan(text):
+    """`tokens` by hand: at each position the first alternative that matches
+    (leftmost, not longest, as the expression's alternation), blanks skipped.
+    `\\d` is any Unicode decimal digit (`str.isdecimal`), as in the expression."""
+    out = []
+    append = out.append
+    n = len(text)
+    i = 0
+    while i < n:
+        c = text[i]
+        if c in _BLANK:
+            i += 1
+            continue
+        if c == "#":
+            j = text.find("\n", i)
+            j = n if j < 0 else j
+        elif c in _IDENT_START:
+            j = _ident_end(text, i + 1, n)
+        elif (c == "@" or c == ".") and i + 1 < n and text[i + 1] in _IDENT_START:
+            j = _ident_end(text, i + 2, n)
+        else:
+            j = _number_end(text, i, n) if c in _NUMBER_START or c.isdecimal() else None
+            if j is None and c == "'":
+                j = _char_end(text, i, n)
+            elif j is None and c == '"':
+                j = _string_end(text, i, n)
+            if j is None:
+                j = i + 1               # (the catch-all: one character)
+        append(text[i:j])
+        i = j
+    return out
+
+
+def _ident_end(text, j, n):
+    rest = _IDENT_REST
+    while j < n and text[j] in rest:
+        j += 1
+    return j
+
+
+def _digits_end(text, j, n):
+    while j < n and text[j].isdecimal():
+        j += 1
+    return j
+
+
+def _number_end(text, i, n):
+    """The end of `[+-]?(?:\\d+\\.?\\d*|\\.\\d+)(?:[eE][+-]?\\d+)?` at i, or None."""
+    j = i + 1 if text[i] in "+-" else i
+    k = _digits_end(text, j, n)
+    if k > j:                           # \d+ \.? \d*
+        if k < n and text[k] == ".":
+            k = _digits_end(text, k + 1, n)
+    elif j < n and text[j] == ".":      # \. \d+
+        k = _digits_end(text, j + 1, n)
+        if k == j + 1:
+            return None
+    else:
+        return None
+    if k < n and text[k] in "eE":       # (an exponent only if whole)
+        e = k + 1
+        if e < n and text[e] in "+-":
+            e += 1
+        f = _digits_end(text, e, n)
+        if f > e:
+            k = f
+    return k
+
+
+def _char_end(text, i, n):
+    """The end of `'(?:\\\\[0abtnvfr]|[^\\n])[^'\\n]*'` at i (a quote), or None: the
+    escape pair is tried first, then any one character."""
+    if i + 2 < n and text[i + 1] == "\\" and text[i + 2] in "0abtnvfr":
+        j = _quote_end(text, i + 3, n)
+        if j is not None:
+            return j
+    if i + 1 < n and text[i + 1] != "\n":
+        return _quote_end(text, i + 2, n)
+    return None
+
+
+def _quote_end(text, j, n):
+    """Past the first `'` at or after j, if no newline comes first; else None."""
+    while j < n:
+        c = text[j]
+        if c == "'":
+            return j + 1
+        if c == "\n":
+            return None
+        j += 1
+    return None
+
+
+def _string_end(text, i, n):
+    """The end of `"(?:[^"\\\\\\n]|\\\\.)*"` at i (a double quote), or None."""
+    j = i + 1
+    while j < n:
+        c = text[j]
+        if c == '"':
+            return j + 1
+        if c == "\n":
+            return None
+        if c == "\\":
+            if j + 1 >= n or text[j + 1] == "\n":
+                return None
+            j += 2
+        else:
+            j += 1
+    return None
 
 _IDENT_START = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_%")
 _NUMBER_START = frozenset("0123456789+-.")
@@ -294,7 +428,7 @@ def parse(text):
         text = text[1:]
     if not text.strip():
         return None
-    toks = _TOKEN.findall(text)
+    toks = tokens(text)
     if "#" in text:
         toks = [t for t in toks if t[0] != "#"]
     n = len(toks)
