@@ -15,9 +15,14 @@ Our runs use the code cache as a user's would: the first run of each program
 fills it (cold) and --repeat more runs use it (warm); `--cold` runs every time
 with `--no-cache` instead, `--cold-and-warm` prints both.
 
+`--pipeline` times what a user types instead: `bril2json < p.bril | brili -p ARGS`
+as one shell pipeline, the text on standard input, with our bril2json on both
+sides unless `--reference-bril2json CMD` gives the reference's converter.
+
 Examples:
   python benchmarks/bench_startup.py --reference /path/to/brili-ref
   python benchmarks/bench_startup.py --brili "/venv/bin/brili" --ours --repeat 3
+  python benchmarks/bench_startup.py --pipeline --reference /path/to/brili-ref
 """
 
 import argparse
@@ -35,7 +40,11 @@ from bench_interp import STARTUP_PROGRAM as TEN_INSTRUCTIONS  # noqa: E402
 
 
 def timed(command, stdin, args, env=None):
-    argv = shlex.split(command) + ["-p"] + list(args)
+    if isinstance(command, tuple):      # (bril2json, brili): a pipeline on Bril text
+        converter, brili = command
+        argv = ["sh", "-c", f"{converter} | {brili} -p {shlex.join(args)}"]
+    else:
+        argv = shlex.split(command) + ["-p"] + list(args)
     start = time.perf_counter()
     done = subprocess.run(argv, input=stdin, capture_output=True, env=env, timeout=600)
     return time.perf_counter() - start, done
@@ -67,6 +76,10 @@ def main():
     ap.add_argument("--cold-and-warm", action="store_true",
                     help="time ours both without and with the cache")
     ap.add_argument("--bril2json", default="bril2json")
+    ap.add_argument("--pipeline", action="store_true",
+                    help="time `bril2json < p.bril | brili -p ARGS` pipelines on the text")
+    ap.add_argument("--reference-bril2json",
+                    help="the reference's converter for its pipelines (default: --bril2json)")
     ap.add_argument("--match", help="only programs whose name contains this")
     ap.add_argument("--worst", type=int, default=10, help="how many slowest programs to list")
     opts = ap.parse_args()
@@ -80,14 +93,25 @@ def report(opts, cache_dir):
     env = dict(os.environ, BRIL_CACHE_DIR=cache_dir)
     modes = ["cold", "warm"] if opts.cold_and_warm else ["cold"] if opts.cold else ["warm"]
     commands = {"cold": opts.brili + " --no-cache", "warm": opts.brili}
+    reference = opts.reference
+    if opts.pipeline:
+        # (the program's text on stdin, converted inside the timed pipeline)
+        commands = {m: (opts.bril2json, c) for m, c in commands.items()}
+        if reference:
+            reference = (opts.reference_bril2json or opts.bril2json, reference)
 
-    tiny = harness.to_json_text(TEN_INSTRUCTIONS, opts.bril2json)
+    def program_input(path):
+        return path.read_bytes() if opts.pipeline else harness.to_json(path, opts.bril2json)
+
+    tiny = TEN_INSTRUCTIONS.encode() if opts.pipeline else \
+        harness.to_json_text(TEN_INSTRUCTIONS, opts.bril2json)
     line = []
     for mode in modes:
         line.append(f"ours ({mode}) {best(commands[mode], tiny, [], max(5, opts.repeat), env)[0] * 1000:.1f} ms")
-    if opts.reference:
-        line.append(f"reference {best(opts.reference, tiny, [], max(5, opts.repeat))[0] * 1000:.1f} ms")
-    print("ten instructions: " + ", ".join(line))
+    if reference:
+        line.append(f"reference {best(reference, tiny, [], max(5, opts.repeat))[0] * 1000:.1f} ms")
+    print(("ten instructions, pipeline: " if opts.pipeline else "ten instructions: ")
+          + ", ".join(line))
 
     paths = harness.corpus_programs() if hasattr(harness, "corpus_programs") else sorted(
         harness.CORPUS_BENCHMARKS.rglob("*.bril"))
@@ -104,7 +128,7 @@ def report(opts, cache_dir):
         name = harness.display_name(path)
         args = harness.args_of(path)
         try:
-            program = harness.to_json(path, opts.bril2json)
+            program = program_input(path)
         except RuntimeError as e:
             print(f"{name:40} skipped: {e}")
             continue
@@ -114,7 +138,7 @@ def report(opts, cache_dir):
         row = {"name": name, "ours": {m: ours[m][0] for m in modes}}
         text = f"{name:40}" + "".join(f" {ours[m][0]:11.3f}" for m in modes)
         if opts.reference:
-            ref = best(opts.reference, program, args, opts.repeat)
+            ref = best(reference, program, args, opts.repeat)
             row["reference"] = ref[0]
             text += f" {ref[0]:11.3f}" + "".join(f" {ours[m][0] / ref[0]:11.2f}" for m in modes)
             for m in modes:

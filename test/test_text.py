@@ -328,9 +328,31 @@ def test_a_long_text_is_read_by_the_expression(monkeypatch):
     assert parse_program(text)["functions"][0]["instrs"][1]["op"] == "print"
 
 
-def test_bril2json_of_a_short_program_imports_neither_click_nor_re():
+def test_program_json_writes_what_json_dumps_writes():
+    # bril2json's layout is the reference tool's: json.dumps(indent=2, sort_keys=True).
+    from bril.ir.printer import program_json
+    paths = bril_files() + bril_files(root=BENCHMARKS)
+    for path in paths:
+        try:
+            prog = parse_program(path.read_bytes())
+        except BrilError:
+            continue
+        for sort_keys in (True, False):
+            assert program_json(prog, sort_keys) == json.dumps(prog, indent=2, sort_keys=sort_keys)
+    odd = {"functions": [{"name": "f", "args": [{"name": "x", "type": {"ptr": {"ptr": "float"}}}],
+                          "type": {"ptr": "int"}, "instrs": [
+        {"op": "const", "dest": "a", "type": "float", "value": v} for v in (
+            -0.0, 1e300, 5e-324, float("inf"), float("-inf"), float("nan"))] + [
+        {"op": "x", "dest": "d", "type": {"ptr": {"a": "b", "c": "d"}}},
+        {"op": "y", "type": {"ptr": {}}, "value": [1, 2.5, "c"]}]}]}
+    for sort_keys in (True, False):
+        assert program_json(odd, sort_keys) == json.dumps(odd, indent=2, sort_keys=sort_keys)
+
+
+@pytest.mark.parametrize("name", ["core/fizz-buzz", "mixed/cholesky"])
+def test_bril2json_of_a_short_program_imports_neither_click_nor_re(name):
     # Every `bril2json < p.bril | brili` pipeline starts it: click's import was
-    # half of a 50 ms run, `re`'s 7-9 ms.
+    # half of a 50 ms run, `re`'s (json's, for a float or a pointer type) 7-10 ms.
     # (an editable install's finder imports re as the interpreter starts: forgotten
     # here, so that an import of it by bril2json shows)
     code = ("import sys\n"
@@ -340,11 +362,12 @@ def test_bril2json_of_a_short_program_imports_neither_click_nor_re():
             "from bril.cli import bril2json\n"
             "sys.argv = ['bril2json']\n"
             "try:\n    bril2json.main()\nexcept SystemExit:\n    pass\n"
-            "print(sorted(m for m in ('click', 're', 'lark') if m in set(sys.modules) - before), "
-            "file=sys.stderr)\n")
+            "print(sorted(m for m in ('click', 're', 'json', 'lark') "
+            "if m in set(sys.modules) - before), file=sys.stderr)\n")
+    text = (CONFORMANCE / "benchmarks" / f"{name}.bril").read_bytes()
     proc = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, timeout=120,
-                          input=b"@main { x: int = const 1; print x; }\n")
-    assert proc.stderr == b"[]\n" and json.loads(proc.stdout)["functions"][0]["name"] == "main"
+                          input=text)
+    assert proc.stderr == b"[]\n" and json.loads(proc.stdout) == parse_program(text)
 
 
 def test_parser_is_built_once(monkeypatch):

@@ -151,20 +151,52 @@ def program_json(prog, sort_keys=True):
     return "".join(out)
 
 
-def _field_json(v, ind, enc, generic, order):
-    """A function's field other than its instructions: its name and type (strings)
-    and its parameters (dicts of strings) directly, anything else by `generic`."""
-    if type(v) is str:
+def _value_json(v, ind, enc, generic):
+    """`generic(v, ind)` of a leaf value: a string, an int, a bool, a finite float or
+    a type (`{"ptr": ...}` down to a string, however deep: a loop) directly, as
+    `json.dumps` writes them; anything else by `generic` (which imports `json`, and
+    with it `re`: most of a short bril2json run)."""
+    t = type(v)
+    if t is str:
         return enc(v)
-    if type(v) is list and v and all(
-            type(p) is dict and p and all(type(k) is str and type(x) is str
-                                          for k, x in p.items()) for p in v):
+    if t is bool:
+        return "true" if v else "false"
+    if t is int:
+        return int.__repr__(v)
+    if t is float and v - v == 0:           # (finite: not inf or NaN)
+        return float.__repr__(v)
+    keys = []
+    while type(v) is dict and len(v) == 1:
+        (k, v), = v.items()
+        if type(k) is not str:
+            break
+        keys.append(k)
+    else:
+        if keys and type(v) is str:
+            opens = "".join("{\n" + ind + "  " * (depth + 1) + enc(k) + ": "
+                            for depth, k in enumerate(keys))
+            closes = "".join("\n" + ind + "  " * depth + "}" for depth in range(len(keys) - 1, -1, -1))
+            return opens + enc(v) + closes
+    return None
+
+
+def _field_json(v, ind, enc, generic, order):
+    """A function's field other than its instructions: its name and type and its
+    parameters (dicts of such values) directly, anything else by `generic`."""
+    if type(v) is list and v and all(type(p) is dict and p and all(type(k) is str for k in p)
+                                     for p in v):
         inner = ind + "  "
         keys = ",\n" + inner + "  "
-        items = ["{\n" + inner + "  " + keys.join(enc(k) + ": " + enc(p[k]) for k in order(p))
-                 + "\n" + inner + "}" for p in v]
+        items = []
+        for p in v:
+            fields = [(k, _value_json(p[k], inner + "  ", enc, generic)) for k in order(p)]
+            if any(x is None for _, x in fields):
+                return generic(v, ind)
+            items.append("{\n" + inner + "  " + keys.join(enc(k) + ": " + x for k, x in fields)
+                         + "\n" + inner + "}")
         return "[\n" + inner + (",\n" + inner).join(items) + "\n" + ind + "]"
-    return generic(v, ind)
+    x = _value_json(v, ind, enc, generic)
+    return generic(v, ind) if x is None else x
 
 
 def _instrs_json(instrs, out, enc, generic, sort_keys):
@@ -211,6 +243,7 @@ def _instrs_json(instrs, out, enc, generic, sort_keys):
             elif t is bool:
                 parts.append(prefix + ("true" if v else "false"))
             else:
-                parts.append(prefix + generic(v, inner))
+                x = _value_json(v, inner, enc, generic)
+                parts.append(prefix + (generic(v, inner) if x is None else x))
         append("{\n" + inner + key_sep.join(parts) + "\n" + ind + "}")
     append("\n      ]")
