@@ -305,6 +305,8 @@ def _body(argv):
     if opts.cache_command is not None:
         return _cache_command(opts.cache_command)
     from bril.ir.program import read_input
+    if opts.file is None:
+        _import_while_input_comes()
     read = read_input(opts.file, opts.text)
     opts.exe_key = _executable(opts, read)
     with no_cycle_collection():
@@ -322,6 +324,22 @@ def _body(argv):
     finally:
         gc.set_threshold(*thresholds)
         gc.unfreeze()
+
+
+def _import_while_input_comes():
+    """When standard input is a pipe -- `bril2json < p.bril | brili`, whose first
+    command is still converting -- import what running the program needs before
+    waiting for it: the imports then overlap the converter's work instead of
+    following it.  Not for a file on stdin (ready at once: a warm run becomes the
+    program's executable without ever needing them)."""
+    import stat
+    try:
+        if not stat.S_ISFIFO(os.fstat(0).st_mode):
+            return
+    except OSError:
+        return
+    import bril.interpreter.interp      # noqa: F401 (and the cold tier's modules)
+    import bril.interpreter.cold        # noqa: F401
 
 
 def _run_program(prog, filename, opts):
