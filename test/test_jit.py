@@ -883,3 +883,69 @@ def test_a_region_is_chosen_from_the_functions_shape_alone():
             " select_region(fc, header) == chosen)\n")
     proc = _fresh_python(code)
     assert proc.stdout == b"True []\nTrue True True\n", proc.stderr
+
+
+CELLS_STORED_IN_PYTHON = """
+@main {
+  n: int = const 4; one: int = const 1; two: int = const 2; three: int = const 3;
+  zero: int = const 0; five: int = const 5; nine: int = const 9;
+  p: ptr<int> = alloc n;
+  store p five;
+  q: ptr<int> = ptradd p one;
+  store q zero;
+  r: ptr<int> = ptradd p two;
+  store r nine;
+  s: int = const 0;
+  k: int = const 0;
+  reps: int = const 300;
+.sum:
+  more: bool = lt k reps;
+  br more .body .check;
+.body:
+  j: int = const 0;
+.cells:
+  in: bool = lt j three;
+  br in .cell .next;
+.cell:
+  c: ptr<int> = ptradd p j;
+  v: int = load c;
+  s: int = add s v;
+  j: int = add j one;
+  jmp .cells;
+.next:
+  k: int = add k one;
+  jmp .sum;
+.check:
+  print s;
+  k: int = const 0;
+.again:
+  j: int = const 0;
+  last: bool = eq k reps;
+  br last .past .read;
+.past:
+  j: int = const 3;
+.read:
+  c: ptr<int> = ptradd p j;
+  v: int = load c;
+  k: int = add k one;
+  jmp .again;
+}
+"""
+
+
+def test_native_code_reads_cells_generated_code_stored_as_stored():
+    # Generated code over the native heap sets a cell's flag only when it stores a
+    # zero; native code reads a cell that is not zero as stored, and a zero's flag:
+    # the stored 5, 0 and 9 load, the cell never stored fails -- natively, exactly.
+    prog = parse_program(CELLS_STORED_IN_PYTHON)
+    expected = run_outcome(prog, [])
+    assert expected == ("4200\n", None, "Pointer c points to uninitialized data")
+    out = io.StringIO()
+    jit = Jit(hot=3, hot_calls=20, background=False)
+    with pytest.raises(BrilError) as info:
+        interp.run(prog, [], out=out, jit=jit, tier="fast")
+    assert (out.getvalue(), info.value.message) == (expected[0], expected[2])
+    # (the loops' region was entered, and the error was its own)
+    regions = jit.report()["regions"]
+    assert jit.heap is not None and regions, regions
+    assert all(r["entries"] >= 1 and r["error"] == expected[2] for r in regions), regions

@@ -442,11 +442,21 @@ def _lower_free(cx, instr, p):
     return None
 
 
+# Element kinds whose cell, read as other than zero, was stored to: the cells start
+# zeroed, and a store of zero sets the cell's flag (the interpreter's stores set it
+# for a zero only: `bril.interpreter.heap.native_store_lines`).
+_SCALAR_CELLS = ("int", "float", "bool", "char")
+
+
 def _lower_load(cx, instr, p):
     elem = cx.arg_keys[0][1]
-    cell, _ = cx.heap_cell(p, elem, check_init=instr["args"][0])
+    name = instr["args"][0]
+    scalar = elem in _SCALAR_CELLS
+    cell, flag = cx.heap_cell(p, elem, check_init=None if scalar else name)
     v = cx.b.load(cell, typ=cell_type(elem))
     v.set_metadata("tbaa", cx.rt.tbaa("cell"))
+    if scalar:
+        cx.check_stored(v, flag, name)
     return cx.from_cell(v, elem)
 
 
@@ -663,6 +673,23 @@ class Lowering:
             self.check(bld.icmp_unsigned("!=", stored, ir.Constant(I8, 0)),
                        lambda: bld.call(rt.fn("brt_fail_uninit"), [rt.cstring(check_init)]))
         return cell, flag
+
+    def check_stored(self, v, flag, name):
+        """A scalar cell just loaded as `v` was stored to: it reads other than zero,
+        or its flag (read only then) is set; else the uninitialised-data error."""
+        bld, rt = self.b, self.rt
+        bits = bld.bitcast(v, I64) if v.type == F64 else v
+        zero = self.new_block("load.zero")
+        stored = self.new_block("load.stored")
+        br = bld.cbranch(bld.icmp_unsigned("!=", bits, ir.Constant(bits.type, 0)), stored, zero)
+        br.set_weights([1 << 10, 1])
+        bld.position_at_end(zero)
+        f = bld.load(flag, typ=I8)
+        f.set_metadata("tbaa", rt.tbaa("flag"))
+        self.check(bld.icmp_unsigned("!=", f, ir.Constant(I8, 0)),
+                   lambda: bld.call(rt.fn("brt_fail_uninit"), [rt.cstring(name)]))
+        bld.branch(stored)
+        bld.position_at_end(stored)
 
     def to_cell(self, v, key):
         if key == "any":

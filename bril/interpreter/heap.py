@@ -425,8 +425,12 @@ def _native_check(ptr, name):
     _, offset, region = ptr
     if not (region.live and 0 <= offset < region.size):
         bad_access(ptr)
-    if not (region.flags[offset] if region.cells is None else region.cells[0][2 * offset]):
-        uninitialized(name)         # (a ptr<any> cell's tag word is 0 until stored to)
+    if region.cells is not None:
+        stored = region.cells[0][2 * offset]    # (a ptr<any> cell's tag word: 0 until stored to)
+    else:
+        stored = region.flags[offset] or (region.kind != "ptr" and region.data[offset])
+    if not stored:
+        uninitialized(name)
 
 
 def native_load(ptr, name):
@@ -497,9 +501,11 @@ def native_load_lines(dest, ptr, ptr_name, kind):
                 (f"    {dest} = (_hpair(_hd[_hq], _hd[_hq + 1], _hr.inner) if _hx is None "
                  f"else (_hx.data, _hd[_hq + 1], _hx))")]
     else:
-        # A region's cells start zeroed and every store sets the cell's flag: a cell
-        # that reads other than zero was stored to, and only a zero needs its flag
-        # looked at (a memoryview read saved on most loads).
+        # A region's cells start zeroed, and a store of a scalar sets the cell's
+        # flag unless it writes other than zero: a cell that reads other than zero
+        # was stored to, and only a zero needs its flag (a memoryview read and a
+        # write saved on most loads and stores; native code reads them alike,
+        # `bril.backend.llvm_lower._lower_load`).
         # (into _hv first: `dest` may be the pointer's own variable, which the slow
         # path reads if chr() fails)
         read = ["    _hv = _hd[_ho]",
@@ -517,18 +523,19 @@ def native_load_lines(dest, ptr, ptr_name, kind):
 def native_store_lines(ptr, value, kind):
     if kind is None:
         return [f"_hnstore({ptr}, {value})"]
-    if kind == "char":
-        write = [f"    _hd[_ho] = ord({value})"]
-    elif kind == "ptr":
+    if kind == "ptr":
         write = ["    _hq = _ho + _ho", f"    _hd[_hq] = {value}[2].base",
-                 f"    _hd[_hq + 1] = {value}[1]"]
+                 f"    _hd[_hq + 1] = {value}[1]", "    _hf[_ho] = 1"]
     else:
-        write = [f"    _hd[_ho] = {value}"]
+        # (a scalar cell that reads other than zero was stored to: only a zero
+        # needs its flag, see `native_load_lines`)
+        write = [f"    _hv = ord({value})" if kind == "char" else f"    _hv = {value}",
+                 "    _hd[_ho] = _hv",
+                 "    if not _hv: _hf[_ho] = 1"]
     return [
         f"if _ho < 0: _hbad({ptr})",
         "try:",
         *write,
-        "    _hf[_ho] = 1",
         _NATIVE_FAIL,
         f"    _hnstore({ptr}, {value})",
     ]
