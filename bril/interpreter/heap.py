@@ -198,7 +198,8 @@ def region_kind_mismatch(ptr, kind):
 # of the region's cells in the element's natural format ('q' int, 'd' float,
 # '?' bool, 'i' char as a code point, 'q' pairs {region id, offset} for a
 # pointer), `region` a `NativeRegion` whose `flags` is a view of the region's
-# "initialised" bytes.  Freeing a region releases both views, so a later access
+# "initialised" bytes (set by a store of zero: a scalar cell that reads other than
+# zero was stored to).  Freeing a region releases both views, so a later access
 # through any pointer into it raises ValueError (the templates' slow path turns
 # that into the bounds error); memory freed by native code is noticed by
 # `sync()`, which the JIT calls after every native call.  A region of `any` cells

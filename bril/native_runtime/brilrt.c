@@ -15,7 +15,9 @@
  * Heap layout.  A pointer is the pair {region id, offset} (two i64).  Region
  * `r` owns one block of memory: `len` cells of the element type's natural
  * size (bool 1 byte, char 4: a code point, int and float 8, pointer 16: id
- * then offset), then `len` bytes of "initialised" flags.  Freeing
+ * then offset), then `len` bytes of "initialised" flags (a scalar cell
+ * that reads other than zero was stored to: a store of zero sets its flag,
+ * the interpreter's stores of anything else may not).  Freeing
  * releases the block and sets `len` to 0, so every later access through any
  * pointer into the region fails the one bounds test `(uint64)off < len` with
  * the same message as an illegal offset, exactly as the interpreter reports
