@@ -2,32 +2,9 @@
 
 import sys
 
-import click
 
-from bril.cli import PLUGIN_HELP
-
-
-@click.command(context_settings={"help_option_names": ["-h", "--help"]},
-               epilog=PLUGIN_HELP)
-@click.option("-O", "optimize", is_flag=True,
-              help="Run the default optimization pipeline (before any PASS given).")
-@click.option("--load", "loads", nargs=2, multiple=True, metavar="FILE.py NAME",
-              help="Make the function NAME of the Python file FILE.py a pass called NAME "
-                   "(repeatable); it runs where NAME is among the PASSes, else last.")
-@click.option("--list", "list_passes", is_flag=True,
-              help="Describe the passes (with installed plug-ins) and exit.")
-@click.argument("passes", nargs=-1)
-def bril_opt(optimize, loads, list_passes, passes):
-    """Read a Bril JSON program on stdin, run the PASSes in order, write JSON on stdout.
-
-    A PASS is a built-in pass (see --list), a name given to --load, a pass an
-    installed package declares in the entry-point group `bril.passes`, a
-    `module:function` or `file.py:function` spec (a function from a program to
-    a program), or O for the -O pipeline; commas separate passes in one
-    argument (`-O` is `O,PASS...`).  With no PASS and no -O the program is only
-    checked and copied.  A plug-in that raises or returns a malformed program
-    is one `error: pass NAME ...` line, exit status 2.
-    """
+def optimize_program(optimize, loads, list_passes, passes):
+    """The command's work: PASSes (and -O first, --load's last) over stdin's program."""
     from bril.passes import registry
 
     for path, name in loads:
@@ -39,8 +16,8 @@ def bril_opt(optimize, loads, list_passes, passes):
                  sorted(registry.entry_points().items())]
         width = max(len(n) for n, _ in rows)
         for name, description in rows:
-            click.echo(f"{name:<{width}}  {description}")
-        click.echo(f"\n-O runs: {' '.join(registry.O_PIPELINE)}")
+            print(f"{name:<{width}}  {description}")
+        print(f"\n-O runs: {' '.join(registry.O_PIPELINE)}")
         return 0
     names = (["O"] if optimize else []) + list(passes)
     names += [name for _, name in loads if name not in passes]
@@ -54,11 +31,46 @@ def bril_opt(optimize, loads, list_passes, passes):
     return 0
 
 
+def plain(argv):
+    """The work of `bril-opt [-O] [PASS...]` (a pipeline's forms: no other option),
+    else None."""
+    if any(a.startswith("-") and a != "-O" for a in argv):
+        return None
+    return lambda: optimize_program("-O" in argv, (), False, [a for a in argv if a != "-O"])
+
+
+def command():
+    import click
+    from bril.cli import PLUGIN_HELP
+
+    @click.command(context_settings={"help_option_names": ["-h", "--help"]},
+                   epilog=PLUGIN_HELP)
+    @click.option("-O", "optimize", is_flag=True,
+                  help="Run the default optimization pipeline (before any PASS given).")
+    @click.option("--load", "loads", nargs=2, multiple=True, metavar="FILE.py NAME",
+                  help="Make the function NAME of the Python file FILE.py a pass called NAME "
+                       "(repeatable); it runs where NAME is among the PASSes, else last.")
+    @click.option("--list", "list_passes", is_flag=True,
+                  help="Describe the passes (with installed plug-ins) and exit.")
+    @click.argument("passes", nargs=-1)
+    def bril_opt(optimize, loads, list_passes, passes):
+        """Read a Bril JSON program on stdin, run the PASSes in order, write JSON on stdout.
+
+        A PASS is a built-in pass (see --list), a name given to --load, a pass an
+        installed package declares in the entry-point group `bril.passes`, a
+        `module:function` or `file.py:function` spec (a function from a program to
+        a program), or O for the -O pipeline; commas separate passes in one
+        argument (`-O` is `O,PASS...`).  With no PASS and no -O the program is only
+        checked and copied.  A plug-in that raises or returns a malformed program
+        is one `error: pass NAME ...` line, exit status 2.
+        """
+        return optimize_program(optimize, loads, list_passes, passes)
+    return bril_opt
+
+
 def main():
-    from bril.cli import no_cycle_collection
-    from bril.ir.errors import run_click
-    with no_cycle_collection():
-        run_click(bril_opt)
+    from bril.cli import run_plain_or_click
+    run_plain_or_click(plain, command)
 
 
 if __name__ == "__main__":
