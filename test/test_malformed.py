@@ -1,7 +1,8 @@
 """Malformed input for every installed command: clean failure, never a crash or hang.
 
-The commands are read from `[project.scripts]` in pyproject.toml at test
-time, so a new command is covered as soon as it is declared.  Each input goes
+The commands are read from pyproject.toml at test time (`[project.scripts]` and
+the plain scripts of `script-files`), so a new command is covered as soon as it
+is declared.  Each input goes
 to every command on stdin (bril2json, which reads the text format, gets the
 text form where a case has one).  For every command and input:
 
@@ -20,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 import json
 import random
+import re
 import subprocess
 import sys
 import tomllib
@@ -46,9 +48,18 @@ CHECKERS = {"bril-check"}
 
 
 def commands():
-    """name -> entry point ("module:function") of every installed command."""
+    """name -> entry point ("module:function") of every installed command: the
+    console scripts of `[project.scripts]` and the plain scripts of `script-files`
+    (cli/bin/NAME, each `from MODULE import main`)."""
     with open(ROOT / "pyproject.toml", "rb") as f:
-        return tomllib.load(f)["project"]["scripts"]
+        project = tomllib.load(f)
+    found = dict(project["project"].get("scripts", {}))
+    for path in project["tool"]["setuptools"].get("script-files", []):
+        text = (ROOT / path).read_text()
+        entry = re.search(r"^from (\S+) import main$", text, re.M)
+        assert entry, f"{path}: no `from MODULE import main`"
+        found[Path(path).name] = f"{entry.group(1)}:main"
+    return found
 
 
 def invocation(entry):
