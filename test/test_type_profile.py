@@ -283,6 +283,57 @@ def test_main_gets_a_variant_for_the_arguments_its_loops_compute_with(tmp_path):
     assert build_profiled(prog, profile_of(prog, [50, 1009]), tmp_path / "plain") == 0
 
 
+def test_a_short_trip_count_is_a_constant_and_a_long_one_is_not(tmp_path):
+    """benchmarks/spec/closest: every call of @closest passes one count (its outer
+    loop's bound) and one dim (the inner loop's, and a stride).  dim is a constant
+    of the variant; count only where it is a short trip count (a loop LLVM unrolls
+    whole), not 40 (most often the input's size: a value speculated on that changes
+    from run to run sends every run to the generic code).  Exact on the input the
+    variant was built for, with another count (the variant still holds) and with
+    another dim (the generic code)."""
+    prog = parse_program((BENCHMARKS / "spec" / "closest.bril").read_text())
+    for count, constants in ((40, {"dim": 3}), (12, {"count": 12, "dim": 3})):
+        profile = profile_of(prog, [count, 10, 3, 7])
+        assert profile["functions"]["closest"]["values"] == {"count": count, "dim": 3}
+        lowering = llvm_lower.ProgramLowering(link(prog), assumptions=llvm_lower.assumptions_of(
+            type_profile.read_data(profile, "test")))
+        module = lowering.lower()
+        by_name = {v.name: v.constants for vs in lowering.variants_of.values() for v in vs}
+        assert by_name == {"closest": constants, "distance": {"dim": 3}}
+    built = Built(exe=tmp_path / "closest")
+    native.build_executable(module, built.exe)
+    for args in ([12, 10, 3, 7], [40, 10, 3, 7], [12, 10, 4, 11], [5, 3, 0, 1]):
+        want_out, want_count, want_error = run_outcome(prog, args)
+        got = run_native(built, args)
+        assert got.stdout == want_out, args
+        assert got.stderr == (f"error: {want_error}\n" if want_error is not None
+                              else f"total_dyn_inst: {want_count}\n"), args
+
+
+def test_a_run_knows_the_values_its_first_tier_saw_calls_pass():
+    """Without --write-profile, a run's first tier counts the values calls pass
+    while a function is cold (`type_profile.seen`, for the program's executable):
+    a function with a loop after one call (it moves to generated code after a
+    call or two), a loop-free one after VALUE_CALLS."""
+    prog = parse_program((BENCHMARKS / "spec" / "closest.bril").read_text())
+    seen = []
+    interp.run(prog, ["40", "10", "3", "7"], out=io.StringIO(),
+               observe=lambda compiled: seen.append(type_profile.seen(compiled)))
+    functions = seen[0]["functions"]
+    assert functions["closest"]["values"] == {"count": 40, "dim": 3}
+    assert functions["distance"]["values"] == {"dim": 3}
+    assert "values" not in functions.get("mod", {})         # (its divisor varies)
+    prog = parse_program(program_text("type_profile/divide"))
+    for args, values in ((["100", "7"], {"d": 7}), (["3", "7"], None)):
+        seen = []
+        try:
+            interp.run(prog, args, out=io.StringIO(),
+                       observe=lambda compiled: seen.append(type_profile.seen(compiled)))
+        except Exception:
+            pass                # (its last call divides by zero)
+        assert seen[0]["functions"].get("quot", {}).get("values") == values, args
+
+
 def _family_builds(tmp_path):
     """{name: (Built, number of variants)} of the dynamic family, each compiled for
     the profile of a run on its ARGS."""

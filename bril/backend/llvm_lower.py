@@ -57,7 +57,7 @@ from ..ir.errors import BrilError
 from ..ir.ops import OPS, SSA_OPS
 from ..analysis.blocks import build_blocks
 from ..analysis import typecheck as tc
-from ..analysis.invariants import invariants_in_loops
+from ..analysis.invariants import worth_constants
 from ..ir.linker import link
 from ..ir.values import js_type_text, type_cmp
 from ..native_runtime.resume import (value_tag, CELL_RID_SHIFT, TAG_BASES, TAG_PTR_STEP, TAG_UNDEF,
@@ -1957,11 +1957,10 @@ class ProgramLowering:
                          for kinds in kind_sets]
             kind_sets = [kinds for kinds in kind_sets if kinds]
             constants, with_values = {}, dict(kind_sets[0] if kind_sets else {})
-            if self.is_main(info):
-                # (@main's arguments: only those its loops compute with, never
-                # assigned, where a constant pays)
-                looped = invariants_in_loops(info.func.get("instrs") or ())
-                values = {p: v for p, v in values.items() if p in looped}
+            # (only where a constant pays: values its loops compute with, or a short
+            # trip count)
+            values = worth_constants(info.func.get("instrs") or (), values,
+                                     main=self.is_main(info))
             for p, v in values.items() if not self._calls_others(info) else ():
                 key = "bool" if type(v) is bool else "int"
                 if info.declared.get(p) == "any" and with_values.get(p, key) == key:

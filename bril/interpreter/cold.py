@@ -77,6 +77,24 @@ HEADER_SAMPLE = 16
 VALUES_KEPT = 8
 
 
+def _count_values(cf, args):
+    """Count the int and bool values a call passes cf's parameters
+    (`ColdFunction.values`)."""
+    values = cf.values
+    for i, name in cf.value_params:
+        v = args[i] if i < len(args) else None
+        counts = values.get(name)
+        if counts is MIXED:
+            continue
+        if counts is None:
+            counts = values[name] = {}
+        key = (type(v) is bool, v)
+        if type(v) not in (int, bool) or (key not in counts and len(counts) == VALUES_KEPT):
+            values[name] = MIXED
+        else:
+            counts[key] = counts.get(key, 0) + 1
+
+
 def value_kind(v):
     """The kind an `any` parameter's value has, as `ColdFunction.seen` keeps it."""
     return _KINDS.get(type(v)) or _pointer_kind(v)
@@ -145,10 +163,11 @@ class ColdFunction:
         self.seen = {}
         # When profiling (`ColdEngine.profiling`): how many of the `calls` passed each
         # combination of kinds ({(kind, ...): calls} in any_params' order, or MIXED
-        # past VALUES_KEPT of them); and for the parameters that may hold an int or a
-        # bool, how often each held which value (`values`: name -> {(is a bool,
-        # value): calls}, or MIXED past VALUES_KEPT values): a type profile
-        # (`bril.interpreter.type_profile`: value speculation natively)
+        # past VALUES_KEPT of them).  Always, of the `calls` this tier ran: for the
+        # parameters that may hold an int or a bool, how often each held which value
+        # (`values`: name -> {(is a bool, value): calls}, or MIXED past VALUES_KEPT
+        # values): a type profile's values (`bril.interpreter.type_profile`: value
+        # speculation natively)
         self.kind_sets = {}
         self.value_params = [(i, p.get("name")) for i, p in enumerate(func.get("args") or [])
                              if p.get("type") in ("int", "bool", "any")]
@@ -219,6 +238,12 @@ class ColdEngine:
                     seen[name] = None
         if self.profiling:
             self._profile_call(cf, args)
+        elif cf.value_params:
+            # (the values every run counts while a function is cold: the program's
+            # executable gets a variant for one nearly every call passes,
+            # `bril.interpreter.type_profile.seen`)
+            cf.calls += 1
+            _count_values(cf, args)
         if cf.work > cf.budget and self.promote_enabled and self._ready(cf):
             return self.program.promote(cf)(*args)
         return self.activate(cf, dict(zip(cf.params, args)))
@@ -238,19 +263,7 @@ class ColdEngine:
                     sets[kinds] = 1
                 else:
                     cf.kind_sets = MIXED
-        values = cf.values
-        for i, name in cf.value_params:
-            v = args[i] if i < len(args) else None
-            counts = values.get(name)
-            if counts is MIXED:
-                continue
-            if counts is None:
-                counts = values[name] = {}
-            key = (type(v) is bool, v)
-            if type(v) not in (int, bool) or (key not in counts and len(counts) == VALUES_KEPT):
-                values[name] = MIXED
-            else:
-                counts[key] = counts.get(key, 0) + 1
+        _count_values(cf, args)
 
     @staticmethod
     def _profile_header(cf, header, env):

@@ -21,8 +21,9 @@ that at least KINDS_SHARE of the calls the interpreter's first tier
 a program whose values change kind at a phase of the run has one per phase).
 Under "values", an int or bool parameter that held one value in nearly all such
 calls (VALUE_SHARE, VALUE_CALLS), and @main's int and bool arguments (its one
-call: values invariant for the run; code compiled for those its loops compute
-with, such as a modulus, checks them once, at the start).  A profile merged from
+call: values invariant for the run).  Code compiled for them checks them once, at
+the function's entry, and takes a value as a constant where that pays
+(`bril.analysis.invariants.worth_constants`: a modulus, a short trip count).  A profile merged from
 several runs (`merged`) lists under "varying" the parameters whose value changed
 between runs, which are not speculated on again.  Under "loops", by loop header
 label, the kinds the `any` variables live there held together as the loop came
@@ -49,7 +50,8 @@ KINDS_SHARE = 0.1
 KINDS_KEPT = 3
 # A parameter is listed under "values" if one value was passed in at least
 # VALUE_SHARE of the function's calls, and in VALUE_CALLS of them at least (a
-# function called once or twice gains nothing from a variant).
+# loop-free function called once or twice gains nothing from a variant; one with
+# a loop needs one call: `_common_values`).
 VALUE_SHARE = 0.9
 VALUE_CALLS = 4
 
@@ -78,12 +80,8 @@ def observed(compiled):
                 loops[label] = found
         if loops:
             entry["loops"] = loops
-        calls, counts = compiled.observed_values(index)
         values = _main_values(compiled, index)
-        for name, seen in sorted(counts.items()):
-            value, n = max(seen.items(), key=lambda item: item[1])
-            if n >= VALUE_CALLS and n >= VALUE_SHARE * calls:
-                values[name] = value
+        values.update(_common_values(compiled, index))
         if values:
             entry["values"] = values
         if entry["kinds"] or values or loops:
@@ -105,6 +103,24 @@ def _shared(sets, total):
     return found
 
 
+def _common_values(compiled, index):
+    """{parameter: value} of function `index`'s int and bool parameters that held one
+    value in nearly all the calls the first tier ran (VALUE_SHARE), in VALUE_CALLS
+    of them at least -- or, for a function with a loop, in one: the first tier
+    hands such a function on to generated code after a call or two."""
+    calls, counts = compiled.observed_values(index)
+    values = {}
+    if not counts:
+        return values
+    from ..analysis.invariants import has_loop
+    least = 1 if has_loop(compiled.linked.functions[index].get("instrs") or ()) else VALUE_CALLS
+    for name, seen in sorted(counts.items()):
+        value, n = max(seen.items(), key=lambda item: item[1])
+        if n >= least and n >= VALUE_SHARE * calls:
+            values[name] = value
+    return values
+
+
 def _main_values(compiled, index):
     """{parameter: value} of @main's int and bool arguments if function `index` is
     @main, else {}."""
@@ -117,15 +133,17 @@ def seen(compiled):
     """A profile (a dict) of the one kind each `any` parameter held in every call the
     first tier of a run of `compiled` ran (`CompiledProgram.observed_kinds`), the
     kinds the `any` variables held where a loop moved to generated code
-    (`CompiledProgram.loop_kinds_history`), and @main's arguments: what any run knows
-    without `--write-profile`'s counting (for the program's executable,
-    `bril.backend.program_exe`)."""
+    (`CompiledProgram.loop_kinds_history`), @main's arguments, and the values nearly
+    every call the first tier ran passed a parameter (counted in every run): what
+    any run knows without `--write-profile`, which keeps every call in that tier
+    (for the program's executable, `bril.backend.program_exe`)."""
     functions = {}
     for index, func in enumerate(compiled.linked.functions):
         kinds = {name: typ for name, kind in sorted(compiled.observed_kinds(index).items())
                  if (typ := _json_type(kind)) is not None}
         loops = compiled.loop_kinds_history(index)
         values = _main_values(compiled, index)
+        values.update(_common_values(compiled, index))
         entry = {"kinds": [kinds] if kinds else []}
         if loops:
             entry["loops"] = loops
