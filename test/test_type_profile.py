@@ -65,6 +65,17 @@ def _tool(name, *args, stdin=b""):
                           capture_output=True, timeout=120)
 
 
+def assert_exact_natively(prog, built, inputs):
+    """The built executable prints, counts and fails on each input (a list of
+    @main's arguments) exactly as the interpreter does."""
+    for args in inputs:
+        want_out, want_count, want_error = run_outcome(prog, args)
+        got = run_native(built, args)
+        assert got.stdout == want_out, args
+        assert got.stderr == (f"error: {want_error}\n" if want_error is not None
+                              else f"total_dyn_inst: {want_count}\n"), args
+
+
 def test_brili_writes_the_types_the_any_parameters_held(tmp_path):
     path = tmp_path / "flip.json"
     src = json.dumps(parse_program(FLIP)).encode()
@@ -181,13 +192,8 @@ def test_a_loop_whose_values_change_kind_keeps_a_copy_for_each_kind(tmp_path):
     assert main.blocks[header].label == "loop" and len(combos) == 2 and len(body) == 8
     built = Built(exe=tmp_path / "phase_loop")
     native.build_executable(module, built.exe)
-    for args in ([40, 20, -1], [40, 0, -1], [40, 100, -1], [7, 3, -1], [40, 20, 25],
-                 [40, 20, 10]):
-        want_out, want_count, want_error = run_outcome(prog, args)
-        got = run_native(built, args)
-        assert got.stdout == want_out, args
-        assert got.stderr == (f"error: {want_error}\n" if want_error is not None
-                              else f"total_dyn_inst: {want_count}\n"), args
+    assert_exact_natively(prog, built, ([40, 20, -1], [40, 0, -1], [40, 100, -1], [7, 3, -1],
+                                        [40, 20, 25], [40, 20, 10]))
 
 
 def test_the_profile_a_run_gives_its_executable_has_the_kinds_where_loops_moved():
@@ -255,12 +261,7 @@ def test_main_gets_a_variant_for_the_arguments_its_loops_compute_with(tmp_path):
     assert variant.constants == {"m": 1009}
     built = Built(exe=tmp_path / "modulus")
     native.build_executable(module, built.exe)
-    for args in ([50, 1009], [500, 1009], [50, 1013], [3, 0]):
-        want_out, want_count, want_error = run_outcome(prog, args)
-        got = run_native(built, args)
-        assert got.stdout == want_out, args
-        assert got.stderr == (f"error: {want_error}\n" if want_error is not None
-                              else f"total_dyn_inst: {want_count}\n"), args
+    assert_exact_natively(prog, built, ([50, 1009], [500, 1009], [50, 1013], [3, 0]))
     # Copied into an `any` variable, as a dynamic language's front end does: the
     # argument is the constant.
     text = program_text("main_modulus").replace(
@@ -302,12 +303,8 @@ def test_a_short_trip_count_is_a_constant_and_a_long_one_is_not(tmp_path):
         assert by_name == {"closest": constants, "distance": {"dim": 3}}
     built = Built(exe=tmp_path / "closest")
     native.build_executable(module, built.exe)
-    for args in ([12, 10, 3, 7], [40, 10, 3, 7], [12, 10, 4, 11], [5, 3, 0, 1]):
-        want_out, want_count, want_error = run_outcome(prog, args)
-        got = run_native(built, args)
-        assert got.stdout == want_out, args
-        assert got.stderr == (f"error: {want_error}\n" if want_error is not None
-                              else f"total_dyn_inst: {want_count}\n"), args
+    assert_exact_natively(prog, built, ([12, 10, 3, 7], [40, 10, 3, 7], [12, 10, 4, 11],
+                                        [5, 3, 0, 1]))
 
 
 def test_a_run_knows_the_values_its_first_tier_saw_calls_pass():
