@@ -226,3 +226,31 @@ def test_the_executable_is_compiled_for_what_every_run_saw(tmp_path):
     got = _brili(["-p", LONG, "7"], program, tmp_path, BRIL_JIT_PRECOMPILE="wait")
     assert got.returncode == 0, got.stderr
     assert program_exe.cached(CodeCache(str(tmp_path)), program_exe.key_of(program.encode(), False))
+
+
+def test_the_executable_is_compiled_for_the_values_calls_passed(tmp_path):
+    # benchmarks/spec/closest: every call of @closest and @distance passes dim 3.
+    # The run's first tier counted it (each function moved to generated code
+    # after a call or two), so the executable has a variant with dim a constant
+    # (not the file a build without the values gives); exact where dim is another.
+    import marshal
+    from bril.ir.text import parse_program
+    from corpus import BENCHMARKS
+    text = (BENCHMARKS / "spec" / "closest.bril").read_text()
+    program = bril_json(text)
+    first = _brili(["-p", "200", "100", "3", "7"], program, tmp_path, BRIL_JIT_PRECOMPILE="wait")
+    assert first.returncode == 0, first.stderr
+    (profile,) = [marshal.loads(p.read_bytes()) for p in (tmp_path / "profile").rglob("*")
+                  if p.is_file()]
+    functions = profile["types"]["functions"]
+    assert functions["closest"]["values"] == {"count": 200, "dim": 3}
+    assert functions["distance"]["values"] == {"dim": 3}
+    cache = CodeCache(str(tmp_path))
+    key = program_exe.key_of(program.encode(), False)
+    assert program_exe.cached(cache, key)
+    plain = CodeCache(str(tmp_path / "plain"))
+    program_exe.build(plain, key, parse_program(text))
+    assert cache.get(program_exe.KIND, key) != plain.get(program_exe.KIND, key)
+    for args in (["-p", "200", "300", "3", "7"], ["-p", "150", "80", "4", "11"],
+                 ["-p", "30", "5", "0", "1"]):
+        _same(_brili(args, program, tmp_path), _brili(["--no-jit", *args], program, tmp_path))
