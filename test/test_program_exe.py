@@ -186,20 +186,28 @@ def test_the_executable_is_compiled_for_the_kinds_the_run_saw(tmp_path):
     # flipped): the executable has a variant for them beside the generic code
     # (not the file a build without the kinds gives), and runs exactly on inputs
     # whose calls pass floats.
-    from bril.ir.text import parse_program
     flip = program_text("type_profile/flip")
     program = bril_json(flip)
     first = _brili(["-p", LONG, "999999999"], program, tmp_path,
                    BRIL_JIT_PRECOMPILE="wait")
     assert first.returncode == 0, first.stderr
-    cache = CodeCache(str(tmp_path))
+    _assert_specialized_and_exact(flip, program, tmp_path, (
+        ["-p", "2000", "999999"], ["-p", "2000", "700"], ["-p", "50", "0"]))
+
+
+def _assert_specialized_and_exact(text, program, cache_dir, inputs):
+    """The executable a run built into cache_dir for `program` (JSON of `text`) is
+    not the file a build without a profile gives, and runs exactly as the
+    interpreter on each input."""
+    from bril.ir.text import parse_program
+    cache = CodeCache(str(cache_dir))
     key = program_exe.key_of(program.encode(), False)
     assert program_exe.cached(cache, key)
-    plain = CodeCache(str(tmp_path / "plain"))
-    program_exe.build(plain, key, parse_program(flip))
+    plain = CodeCache(str(cache_dir / "plain"))
+    program_exe.build(plain, key, parse_program(text))
     assert cache.get(program_exe.KIND, key) != plain.get(program_exe.KIND, key)
-    for args in (["-p", "2000", "999999"], ["-p", "2000", "700"], ["-p", "50", "0"]):
-        _same(_brili(args, program, tmp_path), _brili(["--no-jit", *args], program, tmp_path))
+    for args in inputs:
+        _same(_brili(args, program, cache_dir), _brili(["--no-jit", *args], program, cache_dir))
 
 
 def test_the_executable_is_compiled_for_what_every_run_saw(tmp_path):
@@ -234,7 +242,6 @@ def test_the_executable_is_compiled_for_the_values_calls_passed(tmp_path):
     # after a call or two), so the executable has a variant with dim a constant
     # (not the file a build without the values gives); exact where dim is another.
     import marshal
-    from bril.ir.text import parse_program
     from corpus import BENCHMARKS
     text = (BENCHMARKS / "spec" / "closest.bril").read_text()
     program = bril_json(text)
@@ -245,12 +252,5 @@ def test_the_executable_is_compiled_for_the_values_calls_passed(tmp_path):
     functions = profile["types"]["functions"]
     assert functions["closest"]["values"] == {"count": 200, "dim": 3}
     assert functions["distance"]["values"] == {"dim": 3}
-    cache = CodeCache(str(tmp_path))
-    key = program_exe.key_of(program.encode(), False)
-    assert program_exe.cached(cache, key)
-    plain = CodeCache(str(tmp_path / "plain"))
-    program_exe.build(plain, key, parse_program(text))
-    assert cache.get(program_exe.KIND, key) != plain.get(program_exe.KIND, key)
-    for args in (["-p", "200", "300", "3", "7"], ["-p", "150", "80", "4", "11"],
-                 ["-p", "30", "5", "0", "1"]):
-        _same(_brili(args, program, tmp_path), _brili(["--no-jit", *args], program, tmp_path))
+    _assert_specialized_and_exact(text, program, tmp_path, (
+        ["-p", "200", "300", "3", "7"], ["-p", "150", "80", "4", "11"], ["-p", "30", "5", "0", "1"]))
