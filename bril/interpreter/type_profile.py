@@ -23,9 +23,9 @@ Under "values", an int or bool parameter that held one value in nearly all such
 calls (VALUE_SHARE, VALUE_CALLS), and @main's int and bool arguments (its one
 call: values invariant for the run).  Code compiled for them checks them once, at
 the function's entry, and takes a value as a constant where that pays
-(`bril.analysis.invariants.worth_constants`: a modulus, a short trip count).  A profile merged from
-several runs (`merged`) lists under "varying" the parameters whose value changed
-between runs, which are not speculated on again.  Under "loops", by loop header
+(`bril.analysis.invariants.worth_constants`: a modulus, a short trip count).  A
+profile merged from several runs (`merged`) lists under "varying" the parameters
+whose value changed between runs, which are not speculated on again.  Under "loops", by loop header
 label, the kinds the `any` variables live there held together as the loop came
 round, each combination found by at least KINDS_SHARE of the arrivals (KINDS_KEPT
 at most): native code keeps a copy of the loop for each, its variables' types known
