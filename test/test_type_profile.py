@@ -310,8 +310,8 @@ def test_a_short_trip_count_is_a_constant_and_a_long_one_is_not(tmp_path):
 def test_a_run_knows_the_values_its_first_tier_saw_calls_pass():
     """Without --write-profile, a run's first tier counts the values calls pass
     while a function is cold (`type_profile.seen`, for the program's executable):
-    a function with a loop after one call (it moves to generated code after a
-    call or two), a loop-free one after VALUE_CALLS."""
+    @closest after one call (its loop runs long: it moved to generated code in
+    that call), one that stays in the first tier after VALUE_CALLS."""
     prog = parse_program((BENCHMARKS / "spec" / "closest.bril").read_text())
     seen = []
     interp.run(prog, ["40", "10", "3", "7"], out=io.StringIO(),

@@ -61,11 +61,6 @@ def _loop_reads(instrs):
     return read, {name for name in compared if name not in assigned and name not in read}
 
 
-def has_loop(instrs):
-    """Does the function (its instructions) have a loop?"""
-    return any(_in_loops(instrs))
-
-
 def worth_constants(instrs, values, main=False):
     """{parameter: value} of `values` (int and bool parameters of a function whose
     instructions are `instrs`, each assumed to hold that value on entry) where a

@@ -50,8 +50,8 @@ KINDS_SHARE = 0.1
 KINDS_KEPT = 3
 # A parameter is listed under "values" if one value was passed in at least
 # VALUE_SHARE of the function's calls, and in VALUE_CALLS of them at least (a
-# loop-free function called once or twice gains nothing from a variant; one with
-# a loop needs one call: `_common_values`).
+# function called once or twice gains nothing from a variant -- unless its loops
+# ran long: `_common_values`).
 VALUE_SHARE = 0.9
 VALUE_CALLS = 4
 
@@ -106,17 +106,14 @@ def _shared(sets, total):
 def _common_values(compiled, index):
     """{parameter: value} of function `index`'s int and bool parameters that held one
     value in nearly all the calls the first tier ran (VALUE_SHARE), in VALUE_CALLS
-    of them at least -- or, for a function with a loop, in one: the first tier
-    hands such a function on to generated code after a call or two."""
-    calls, counts = compiled.observed_values(index)
+    of them at least -- or in all of them, however few, if the function went on in
+    generated code: a function whose loop runs long leaves the first tier after a
+    call or two."""
+    calls, counts, moved = compiled.observed_values(index, VALUE_CALLS)
     values = {}
-    if not counts:
-        return values
-    from ..analysis.invariants import has_loop
-    least = 1 if has_loop(compiled.linked.functions[index].get("instrs") or ()) else VALUE_CALLS
     for name, seen in sorted(counts.items()):
         value, n = max(seen.items(), key=lambda item: item[1])
-        if n >= least and n >= VALUE_SHARE * calls:
+        if n >= VALUE_SHARE * calls and (n >= VALUE_CALLS or (moved and n == calls)):
             values[name] = value
     return values
 
@@ -134,7 +131,7 @@ def seen(compiled):
     first tier of a run of `compiled` ran (`CompiledProgram.observed_kinds`), the
     kinds the `any` variables held where a loop moved to generated code
     (`CompiledProgram.loop_kinds_history`), @main's arguments, and the values nearly
-    every call the first tier ran passed a parameter (counted in every run): what
+    every call the first tier ran passed a parameter (`_common_values`): what
     any run knows without `--write-profile`, which keeps every call in that tier
     (for the program's executable, `bril.backend.program_exe`)."""
     functions = {}
