@@ -325,9 +325,11 @@ class CompiledProgram:
         if cf is None:
             return 0, {}, False
         moved = cf.fast is not None or bool(cf.osr_headers)
-        if not cf.values or (cf.calls < least and not moved):
+        if not cf.value_params or (cf.calls < least and not moved):
             return cf.calls, {}, moved
-        from .cold import MIXED
+        from .cold import MIXED, count_values
+        if cf.calls == 1 and not cf.values and cf.first_args is not None:
+            count_values(cf, cf.first_args)
         return cf.calls, {p: {v: n for (_, v), n in counts.items()}
                           for p, counts in cf.values.items() if counts is not MIXED}, moved
 
