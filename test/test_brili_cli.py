@@ -14,6 +14,7 @@ import sys
 import pytest
 
 from corpus import CONFORMANCE, args_of
+from helpers import run_brili
 from bril.ir.text import parse_program
 
 BRILI = [sys.executable, "-P", "-m", "bril.cli.brili"]
@@ -124,6 +125,15 @@ def test_bad_main_arguments(argv, message):
                                    b"\xff\xfe", b'{"functions": [{"name": "f", "instrs": []}]}'])
 def test_bad_input_is_one_line(stdin):
     assert_one_line_error(brili(stdin=stdin))
+
+
+@pytest.mark.parametrize("name", ["BRIL_TRACE_BUDGET", "BRIL_TRACE_GROWTH_PRICE",
+                                  "BRIL_TRACE_SIM_RUNS"])
+def test_a_bad_setting_is_one_line(name, tmp_path):
+    done = run_brili(["--trace", str(tmp_path / "t.json"), "1"], json.dumps(ADD_ONE),
+                     **{name: "x"})
+    assert done.returncode == 2 and done.stderr == f"error: {name} must be an integer, not 'x'\n"
+    assert not (tmp_path / "t.json").exists()
 
 
 def test_unknown_opcode_fails_when_reached():

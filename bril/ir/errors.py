@@ -23,6 +23,19 @@ class BrilError(Exception):
         return self.message
 
 
+def int_setting(name, default):
+    """The integer environment variable `name`, else `default`; a BrilError (one
+    line, exit code 2) if it is set to something else."""
+    import os
+    text = os.environ.get(name)
+    if text is None:
+        return default
+    try:
+        return int(text)
+    except ValueError:
+        raise BrilError(f"{name} must be an integer, not {text!r}") from None
+
+
 def report(err, stream=None):
     """Print `error: ...` for a BrilError on one line."""
     stream = stream or sys.stderr

@@ -8,9 +8,9 @@ Where a guard catches a deviation is what the emitter noted for each candidate
 (`FailPoint`, by the origin of the branch in the original code).
 """
 
-import os
 from collections import namedtuple
 
+from ..ir.errors import int_setting
 from .trace_record import LONG
 
 EXIT_COST = 3               # estimated instructions a side exit costs (copies, a jump)
@@ -27,7 +27,7 @@ EXIT_COST = 3               # estimated instructions a side exit costs (copies, 
 # BRIL_TRACE_GROWTH_PRICE: another price (experiments; the tests of the trace
 # machinery, on runs too short for any trace to pay, charge none).
 DEFAULT_GROWTH_PRICE = 300
-GROWTH_PRICE = int(os.environ.get("BRIL_TRACE_GROWTH_PRICE", DEFAULT_GROWTH_PRICE))
+GROWTH_PRICE = int_setting("BRIL_TRACE_GROWTH_PRICE", DEFAULT_GROWTH_PRICE)
 # ... except for a little growth at a discount: code whose preparation costs at
 # most FREE_GROWTH_SHARE of the whole process on the training input (its count
 # plus STARTUP_INSTRS, a process's start-up in instructions: ~40 ms at 15-70 ns
@@ -51,7 +51,7 @@ def free_growth(count, price):
 # ones; what they show is scaled to the whole sequence): the simulations are
 # most of the cost of choosing traces, linear in the runs.  BRIL_TRACE_SIM_RUNS:
 # another number (experiments).
-SIM_RUNS = int(os.environ.get("BRIL_TRACE_SIM_RUNS", 1000))
+SIM_RUNS = int_setting("BRIL_TRACE_SIM_RUNS", 1000)
 EXITED, TAIL = "exited", "tail"     # how a failed first pass goes on (else: a rollback)
 
 

@@ -36,12 +36,11 @@ at `H.trace.cJ`, and resume points in the original code are labels
 
 import copy
 import io
-import os
 import time
 from ..ir.record import Record
 
 from ..analysis.cfg import CFG
-from ..ir.errors import BrilError
+from ..ir.errors import BrilError, int_setting
 from .trace_build import is_plain
 from .trace_emit import clone_site, count_ops, loop_clone
 from .trace_record import Recorder
@@ -84,7 +83,7 @@ OPTIMIZED_ROOM = 0.5
 # 100,000 0.7084 / 0.7973, 30,000 0.7083 / 0.7967; tracing / plain run (`--time`
 # on 10 loop-heavy programs) 4.04x -> 3.55x geomean.  (300,000 before the
 # scaling.)  BRIL_TRACE_BUDGET: another budget (experiments).
-RECORD_BUDGET = int(os.environ.get("BRIL_TRACE_BUDGET", 30_000))
+RECORD_BUDGET = int_setting("BRIL_TRACE_BUDGET", 30_000)
 
 
 def select(funcs, infos, recorder, first_exits=True, price=None, room=None, free=0):
