@@ -66,11 +66,14 @@ options:
                short run, shorter unrollings for a longer one
   --trace-specialize
                with --trace: also version each hot loop on the values the run
-               showed invariant (an integer divisor the loop never writes):
-               a copy with the value as a constant, entered when a check at
-               the loop's entry finds it (else the original loop).  For
-               native code (brilc: a division by a constant becomes a
-               multiplication); the check costs 3 instructions per entry
+               showed invariant (an integer divisor the loop never writes),
+               and each function whose loops run long on the int and bool
+               values nearly every call passed (where a constant pays: not a
+               long trip count): a copy with the values as constants,
+               entered when a check at the loop's or function's entry finds
+               them (else the original code).  For native code (brilc: a
+               division by a constant becomes a multiplication, a short loop
+               is unrolled); the check costs 3 instructions per entry
   --trace-pass SPEC
                with --trace: run the plug-in pass SPEC on each trace's
                straight-line code before it is spliced (repeatable; commas

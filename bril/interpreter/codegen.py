@@ -422,7 +422,7 @@ class FunctionCode:
 
     def record_source(self):
         """`pyname__record(params...)`: the generic variant reporting to a trace
-        recorder: `_RE(function)` on entry, `_RB(function, block)` at every basic
+        recorder: `_RE(function, arguments)` on entry, `_RB(function, block)` at every basic
         block (named as `bril.analysis.cfg.CFG` names it), `_RL()` on return.  Calls go to
         the callees' record variants and are never inlined."""
         return self._source("record")
@@ -1582,7 +1582,8 @@ class _RecordEmitter(_RecordHooks, _Emitter):
     variant = "record"
 
     def emit_head(self, params):
-        self.out.add(1, f"_RE({self.fc.name!r})")
+        # (the arguments, for the recorder's counts of the values calls pass)
+        self.out.add(1, f"_RE({self.fc.name!r}, ({''.join(p + ', ' for p in params)}))")
 
 
 class _OsrRecordEmitter(_RecordHooks, _OsrEmitter):

@@ -366,6 +366,7 @@ class ColdEngine:
         runs what (promotion and on-stack replacement go to those variants)."""
         self._rec = (recorder.enter, recorder.block, recorder.leave,
                      getattr(recorder, "sample", None))
+        self._rec_args = getattr(recorder, "values", False)    # (it counts call values)
         self.activate = self._activate_recording
 
     def stop_recording(self):
@@ -385,7 +386,7 @@ class ColdEngine:
             names = cf.record_names = [where.get(blk.first_index) for blk in cf.blocks]
         enter, report, leave, sample = self._rec
         fname = cf.name
-        enter(fname)
+        enter(fname, [env.get(p) for p in cf.params] if self._rec_args else None)
         codes = cf.codes
         b = 0
         n = 0

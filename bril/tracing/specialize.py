@@ -1,4 +1,5 @@
-"""Value specialization: a hot loop versioned on a value its recording saw invariant.
+"""Value specialization: a hot loop versioned on a value its recording saw invariant,
+and a function on the values nearly every call passed (`specialize_calls`, below).
 
 Where the recording of a loop shows an integer variable that the loop reads as a
 divisor but never writes holding the same value at every entry sampled, the loop
@@ -41,9 +42,10 @@ def invariant_values(stats):
 
 
 class Version(Record):
-    """A loop versioned on values: where, on what, and the instructions it added."""
+    """A loop (or a whole function: header None, `specialize_calls`) versioned on
+    values: where, on what, and the instructions it added."""
     # func: str
-    # header: str
+    # header: str or None
     # values: dict  # variable -> the constant the copy reads
     # added: int
     fields = ('func', 'header', 'values', 'added')
@@ -99,6 +101,123 @@ def specialize(prog, loops, room=None):
     if not done:
         return prog, done
     return dict(prog, functions=funcs), done
+
+
+# A function is versioned on the values nearly all of its calls passed: this share
+# of them, in this many calls at least (as `bril.interpreter.type_profile` for
+# native code).
+CALL_SHARE = 0.9
+CALL_MIN = 4
+
+
+def specialize_calls(prog, calls, loops, recorded, room=None, skip=()):
+    """`prog` with each function that nearly every call passed one value for a
+    parameter of (`calls`: {function: trace_record.CallStats} of a recording)
+    versioned on those values, and the `Version`s made: a copy of the whole
+    function reading the values as constants, entered when a check at the
+    function's entry finds them (else the original code).  Only where a constant
+    pays natively (`bril.analysis.invariants.worth_constants`: not a long trip
+    count; a function that calls no other one, as `brilc --profile`'s variants),
+    where the function's loops ran MIN_TRIP rounds a call (the check's few
+    instructions must be negligible beside them), and a value not already a
+    constant of one of its loops' versions (`skip`: {(function, parameter)}).
+    `loops`: the recording's LoopStats by (function, header); `recorded`: {name:
+    function} of the program recorded (traces spliced since compute with a trip
+    count -- how many rounds are left -- where the loop only compared it)."""
+    from ..analysis.invariants import worth_constants
+    rounds = {}
+    for (f, _), st in loops.items():
+        rounds[f] = max(rounds.get(f, 0), st.visits)
+    done, funcs = [], []
+    for func in prog["functions"]:
+        name = func.get("name")
+        cs = calls.get(name)
+        instrs = func.get("instrs") or []
+        if name == "main" or cs is None or cs.calls < CALL_MIN \
+                or rounds.get(name, 0) < MIN_TRIP * cs.calls \
+                or any(ins.get("op") == "phi" or (ins.get("op") == "call" and
+                                                  (ins.get("funcs") or [name])[0] != name)
+                       for ins in instrs):
+            funcs.append(func)
+            continue
+        assigned = {ins["dest"] for ins in instrs if "dest" in ins}
+        values = {p: v for p, v in cs.common(CALL_SHARE).items()
+                  if p not in assigned and (name, p) not in skip
+                  and (type(v) is bool or exact_in_double(v))}
+        values = worth_constants(recorded.get(name, func).get("instrs") or (), values)
+        new = _function_version(func, values) if values else None
+        added = 0 if new is None else count_ops(new) - count_ops(instrs)
+        if new is None or (room is not None and added > room):
+            funcs.append(func)
+            continue
+        if room is not None:
+            room -= added
+        done.append(Version(name, None, values, added))
+        funcs.append(dict(func, instrs=new))
+    if not done:
+        return prog, done
+    return dict(prog, functions=funcs), done
+
+
+def _function_version(func, values):
+    """The instructions of `func` versioned on `values` (parameter -> value): a check
+    at the entry, then the copy (its labels `trace.fv.L`, L the original's; its
+    entry `trace.fv`), then the original code.  None if names clash."""
+    instrs = func.get("instrs") or []
+    taken = _names(func) | {ins["label"] for ins in instrs if "label" in ins}
+    entry = f"{MARK}.fv"
+    if any(t == entry or t.startswith(entry + ".") for t in taken):
+        return None                 # (versioned before)
+    rename = {ins["label"]: f"{entry}.{ins['label']}" for ins in instrs if "label" in ins}
+    consts = {p: f"{entry}.k.{p}" for p in values}
+    check, tests = [], []
+    for i, p in enumerate(sorted(values)):
+        v = values[p]
+        kind = "bool" if type(v) is bool else "int"
+        check.append({"op": "const", "dest": consts[p], "type": kind, "value": v})
+        if kind == "bool" and v:
+            tests.append(p)
+            continue
+        t = f"{entry}.t.{i}"
+        check.append({"op": "not", "dest": t, "type": "bool", "args": [p]} if kind == "bool"
+                     else {"op": "eq", "dest": t, "type": "bool", "args": [p, consts[p]]})
+        tests.append(t)
+    while len(tests) > 1:
+        # (a conjunction of the tests, pairwise)
+        t = f"{entry}.and.{len(tests)}"
+        check.append({"op": "and", "dest": t, "type": "bool", "args": tests[:2]})
+        tests = [t] + tests[2:]
+    original = instrs[0]["label"] if instrs and "label" in instrs[0] else f"{entry}.orig"
+    check.append({"op": "br", "args": [tests[0]], "labels": [entry, original]})
+    copy = [{"label": entry}]
+    for ins in instrs:
+        if "label" in ins:
+            copy.append({"label": rename[ins["label"]]})
+            continue
+        ins = dict(ins)
+        if "labels" in ins:
+            ins["labels"] = [rename.get(lab, lab) for lab in ins["labels"]]
+        if "args" in ins:
+            # (a `set`'s first argument names a shadow variable, not a value)
+            keep = 1 if ins.get("op") == "set" else 0
+            ins["args"] = ins["args"][:keep] + [consts.get(a, a) for a in ins["args"][keep:]]
+        if ins.get("op") == "speculate" and ins.get(MARK) in rename:
+            ins[MARK] = rename[ins[MARK]]
+        copy.append(ins)
+    # The copy ends the function (falling off its end returns); the original's
+    # end, if it falls through, jumps over the copy to an empty block at the end.
+    end = f"{entry}.end"
+    body = list(instrs)
+    if original == f"{entry}.orig":
+        body.insert(0, {"label": original})
+    last = body[-1] if body else None
+    falls = last is None or "label" in last or last.get("op") not in ("jmp", "br", "ret")
+    if falls:
+        body.append({"op": "jmp", "labels": [end]})
+    out = check + body + copy
+    if falls:
+        out.append({"label": end})
+    return out
 
 
 def _region(cfg, dom, header, loops):

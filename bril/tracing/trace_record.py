@@ -71,6 +71,58 @@ def record_value(stats, var, value):
         stats.values[var] = VARIES
 
 
+# Calls whose arguments are counted, with `values` (`bril.tracing.specialize`): the
+# int and bool values each call passes, at most this many distinct ones a parameter.
+VALUES_KEPT = 8
+
+
+class CallStats:
+    """The int and bool values the calls of one function passed (while the
+    recorder listened)."""
+    __slots__ = ("func", "params", "calls", "values")
+
+    def __init__(self, func, params):
+        self.func = func
+        self.params = params        # [(index, name)] of its int and bool parameters
+        self.calls = 0
+        self.values = {}            # name -> {value: calls} or VARIES
+
+    def count(self, args):
+        self.calls += 1
+        values = self.values
+        for i, name in self.params:
+            v = args[i] if i < len(args) else None
+            counts = values.get(name)
+            if counts is VARIES:
+                continue
+            if counts is None:
+                counts = values[name] = {}
+            # (True == 1: bools and ints are told apart by the declared type)
+            if type(v) not in (int, bool) or (v not in counts and len(counts) == VALUES_KEPT):
+                values[name] = VARIES
+            else:
+                counts[v] = counts.get(v, 0) + 1
+
+    def common(self, share):
+        """{parameter: the value at least `share` of the calls passed}."""
+        out = {}
+        for name, counts in self.values.items():
+            if counts is VARIES:
+                continue
+            for v, n in counts.items():
+                if n >= share * self.calls:
+                    out[name] = v
+        return out
+
+
+def _value_params(func):
+    """[(index, name)] of func's int and bool parameters (none if two share a name)."""
+    args = func.get("args") or []
+    if len({a.get("name") for a in args}) != len(args):
+        return []
+    return [(i, a["name"]) for i, a in enumerate(args) if a.get("type") in ("int", "bool")]
+
+
 def _declared(func):
     types = {}
     for a in func.get("args") or []:
@@ -198,6 +250,7 @@ class Recorder:
         # a list per recording: in deep recursion hundreds of recordings are open.
         self.log = []
         self.base = 0                   # the log position of log[0]
+        self.calls = {}                 # func -> CallStats (with `values`)
 
     @property
     def loops(self):
@@ -295,9 +348,17 @@ class Recorder:
         for fn in self.on_stop:
             fn()
 
-    def enter(self, fname):
+    def enter(self, fname, args=None):
+        """A function is entered; `args`: its arguments, in the order of its
+        parameters (counted with `values`)."""
         if not self.stopped:
             self.frames.append([])
+            if self.values and args is not None:
+                cs = self.calls.get(fname)
+                if cs is None:
+                    cs = self.calls[fname] = CallStats(fname, _value_params(self.funcs[fname]))
+                if cs.params:
+                    cs.count(args)
 
     def leave(self):
         if self.stopped:

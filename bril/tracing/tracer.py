@@ -393,11 +393,18 @@ def _record_base(base, argv, hot, specialize, record):
 
 
 def _specialized(result, recorder, argv, run, largest):
-    """Version `result`'s hot loops on their invariant values (`bril.tracing.specialize`),
-    kept if the program still prints the same on the training input."""
-    from .specialize import specialize
+    """Version `result`'s hot loops on their invariant values, and its functions on
+    the values nearly every call passes (`bril.tracing.specialize`), kept if the
+    program still prints the same on the training input."""
+    from .specialize import specialize, specialize_calls
     room = None if largest is None else max(0, largest - _size(result.program))
     prog, versions = specialize(result.program, recorder.loops, room)
+    # (functions' copies may take the program past the traces' limit, up to twice
+    # its size: asked for, for native code, where size costs less)
+    room = None if largest is None else max(largest, 2 * _size(prog)) - _size(prog)
+    prog, calls = specialize_calls(prog, recorder.calls, recorder.loops, recorder.funcs, room,
+                                   {(v.func, var) for v in versions for var in v.values})
+    versions += calls
     if not versions:
         return
     try:
@@ -520,7 +527,8 @@ def report_text(result):
         lines.append(f"  dropped @{ch.func} .{ch.header}: did not pay on the training run")
     for v in result.versions:
         on = ", ".join(f"{var} = {x}" for var, x in sorted(v.values.items()))
-        lines.append(f"  @{v.func} .{v.header}: versioned on {on} (+{v.added} instrs)")
+        where = f".{v.header}" if v.header is not None else "(its calls)"
+        lines.append(f"  @{v.func} {where}: versioned on {on} (+{v.added} instrs)")
     return lines
 
 
