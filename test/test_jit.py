@@ -336,6 +336,72 @@ def test_a_region_of_main_takes_the_run_s_arguments_as_constants(tmp_path):
         assert ("compiled in 0.000 s" in got.stderr) == loaded, (args, got.stderr)
 
 
+def _loop_regions(stderr, where="@main .loop"):
+    return [line for line in stderr.splitlines() if line.startswith(f"  {where}:")]
+
+
+def test_a_loop_region_assumes_the_kinds_of_each_phase(tmp_path):
+    """dynamic/sum-check's loop holds ints, then floats in its `any` variables: a
+    region assuming each phase's kinds (their tags constants LLVM folds, checked on
+    the edges into the header: the one that fails leaves the int region), entered as
+    its phase comes; the next run loads both.  Output and -p: the interpreter's."""
+    path = BENCHMARKS / "dynamic" / "sum-check.bril"
+    text, args = path.read_text(), args_of(path)
+    plain = brili(["--no-jit", "-p", *args], text)
+    for loaded in (False, True):
+        got = run_brili(["--jit", "--hot", "50", "--jit-report", "-", "-p", *args],
+                        bril_json(text), timeout=300, BRIL_CACHE_DIR=tmp_path)
+        assert got.returncode == 0, got.stderr
+        assert got.stdout == plain.stdout
+        assert got.stderr.splitlines()[-1] == plain.stderr.strip()
+        lines = _loop_regions(got.stderr)
+        assert len(lines) == 2, got.stderr
+        assert {"int", "float"} == {
+            k for line in lines for k in ("int", "float")
+            if f"assuming .loop: acc {k}, step {k}, x {k}," in line}, got.stderr
+        assert all(("compiled in 0.000 s" in line) == loaded for line in lines)
+        # (both ran natively: the int region until the phase changed, then the other)
+        assert all(" 0 native instrs" not in line for line in lines)
+
+
+def test_a_loop_whose_kinds_change_twice_gets_a_region_assuming_none(tmp_path):
+    """v holds an int, a float, then a bool: regions for the first two kinds, then
+    one assuming none (no third recompiling); a later run loads all three."""
+    text = program_text("jit/three_kinds")
+    plain = brili(["--no-jit", "-p", "3000"], text)
+    for loaded in (False, True):
+        got = run_brili(["--jit", "--hot", "50", "--jit-report", "-", "-p", "3000"],
+                        bril_json(text), timeout=300, BRIL_CACHE_DIR=tmp_path)
+        assert got.stdout == plain.stdout == "false 1000\n"
+        assert got.stderr.splitlines()[-1] == plain.stderr.strip()
+        lines = _loop_regions(got.stderr)
+        assert [("assuming .loop: v int," in line, "assuming .loop: v float," in line,
+                 "assuming" not in line) for line in lines] == \
+            [(True, False, False), (False, True, False), (False, False, True)], got.stderr
+    # In process, compiling at the 3rd arrival: the same, exactly.
+    out, count, error, jit = run_jit(parse_program(text), ["300"])
+    want = interp.run_capture(parse_program(text), ["300"])
+    assert (out, count, error) == (want[0], want[1], None)
+    assert [r["kinds"] for r in jit.report()["regions"]] == \
+        [{".loop": {"v": "int"}}, {".loop": {"v": "float"}}, {}]
+
+
+def test_a_regions_unit_key_names_the_kinds_it_assumes():
+    from bril.backend.jitcache import RunKeys, region_kinds
+    from bril.ir.linker import link
+    keys = RunKeys(link(parse_program(program_text("jit/three_kinds"))), 2, {"n": 3000})
+    kinds = {3: {"v": "int"}, 9: {"w": "float"}}
+    # (only the headers among the entries; the profile's JSON form reads the same)
+    assert region_kinds(kinds, [3, 5]) == ((3, (("v", "int"),)),)
+    assert region_kinds([[3, [["v", "int"]]]], [3]) == region_kinds(kinds, [3])
+    assert region_kinds(kinds, [5]) is None
+    plain = keys.key("region", 0, [3, 4], [3])
+    assert keys.key("region", 0, [3, 4], [3], kinds) != plain
+    assert keys.key("region", 0, [3, 4], [3], {9: {"w": "float"}}) == plain
+    assert keys.key("region", 0, [3, 4], [3], {3: {"v": "float"}}) != \
+        keys.key("region", 0, [3, 4], [3], kinds)
+
+
 def deferred_run(text, args, cache=None):
     """A run as `brili --jit` makes it (no --hot, no report): (stdout, count, the
     DeferredJit)."""

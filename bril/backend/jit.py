@@ -50,6 +50,7 @@ from . import jit_policy
 from .jit_policy import ShortSwitches
 from .jit_policy import DEFAULT_HOT
 from .regions import select_region
+from ..ir.support import PY_TYPES
 from ..ir.values import UNDEF
 from ..native_runtime.pynames import function_index
 from ..native_runtime.resume import (Slots, decode_result, encode_arguments, get_tagged, json_type,
@@ -101,6 +102,11 @@ _NOT_NATIVE = object()
 # A loop turning hot in a function called at least this many times makes the
 # JIT compile the whole function first.
 CALLS_FOR_WHOLE = 8
+# A loop gets regions for this many sets of kinds (`_other_version`: the kinds of
+# its phases), then one assuming none.
+MAX_KIND_VERSIONS = 2
+# The kind of a value by its Python type (the interpreter's values, `PY_TYPES`).
+KIND_OF_TYPE = {t: k for k, t in PY_TYPES.items() if k != "ptr"}
 
 
 
@@ -155,6 +161,13 @@ class LoopRegion:
         self.dropped = None             # why the region went back to the interpreter
         self.light = False              # (dropped: too little work per entry)
         self.error = None               # the run-time error raised in it, if any
+        # The kinds asked for its `any` variables at its loop headers (its key's:
+        # `jitcache.region_kinds`), those its code assumes (`jit_lower.RegionLowering.
+        # assumed`: {header: {variable: kind}}), and the tests of them where the
+        # interpreter enters it: header -> [(frame key, Python type)].
+        self.kinds = None
+        self.assumed = {}
+        self.kind_tests = {}
 
 
 _ENGINES = {}
@@ -246,7 +259,13 @@ class Jit:
         self.asking = {}                # what -> its _Ask (what: (index, header) or index)
         self.exit_code_asked = set()    # functions whose jitx variant the server makes
         self.waiting = {}               # what -> (candidates, unit keys another process
-                                        # is building, seconds into the run it began waiting)
+                                        # is building, seconds into the run it began
+                                        # waiting, the kinds asked for)
+        # Regions of one loop for other kinds (a phase of the run): (function, its
+        # region's header) -> every region compiled or loaded for it, in order, and
+        # loop -> the kinds its next region is asked for (None: none).
+        self.versions = {}
+        self.next_kinds = {}
         self.start_time = time.perf_counter()
         self.run_seconds = None         # (the run's length, once it is over)
         # When the program began running (the JIT may come in later: jit_deferred).
@@ -607,19 +626,22 @@ class Jit:
             return None
         return self.server
 
-    def _ask(self, what, candidates):
-        """Ask the server for `what`'s unit (candidates: a region's, widest first);
-        False if it cannot be asked."""
+    def _ask(self, what, candidates, kinds=None):
+        """Ask the server for `what`'s unit (candidates: a region's, widest first;
+        `kinds`: the kinds its headers assume, `_loop_kinds`); False if it cannot be
+        asked."""
         if self.stopped:
             return False                # (the run is over: `_precompile` decides)
         server = self._server()
-        rid = server.request(what, candidates) if server is not None else None
+        rid = server.request(what, candidates, kinds) if server is not None else None
         if rid is None:
             return False
         ask = _Ask(what, time.perf_counter() - self.start_time)
+        ask.kinds = kinds
+        ask.kinds_at = {e for _, entries in (candidates or ()) for e in entries}
         # (the keys its unit may have: a reply with another is refused, never run)
         kind, index = ("region", what[0]) if isinstance(what, tuple) else ("call", what)
-        ask.keys = {self._unit_key(kind, index, blocks, entries)
+        ask.keys = {self._unit_key(kind, index, blocks, entries, kinds)
                     for blocks, entries in (candidates or [(None, None)])}
         self.asked[rid] = self.asking[what] = ask
         if isinstance(what, tuple):
@@ -634,7 +656,7 @@ class Jit:
                 server.whole(exe, self._exe_profile())
         return True
 
-    def _in_cache(self, kind, index, candidates):
+    def _in_cache(self, kind, index, candidates, kinds=None):
         """A unit for one of the candidates already in the cache (another run built
         it), loaded: (unit, key, blocks, entries); or the keys being built by
         another process (wait for them) -- or, for a run without a server of its
@@ -647,7 +669,7 @@ class Jit:
         keys = []
         # (a unit in the cache means the run-time library is built: load it then)
         for blocks, entries in candidates:
-            ukey = self._unit_key(kind, index, blocks, entries)
+            ukey = self._unit_key(kind, index, blocks, entries, kinds)
             if jitcache.stored_meta(self.cache, ukey) is None:
                 keys.append(ukey)
                 continue
@@ -679,6 +701,7 @@ class Jit:
         # outside the lock, which `finish` takes.
         shape = self.compiled.function_shape(index)
         candidates = [(sorted(b), sorted(e)) for b, e in select_region(shape, header)]
+        kinds = self._loop_kinds(index, header)
         with self.lock:
             if self.stopped or self.regions.get(key, False) is not False \
                     or key in self.asking or key in self.waiting:
@@ -686,12 +709,13 @@ class Jit:
             if not candidates:
                 self.regions[key] = None
                 return
-            found = self._in_cache("region", index, candidates)
+            found = self._in_cache("region", index, candidates, kinds)
             if isinstance(found, tuple):
-                self._region_from_unit(key, *found)
+                self._region_from_unit(key, *found, kinds=kinds)
             elif found:
-                self.waiting[key] = (candidates, found, time.perf_counter() - self.start_time)
-            elif not self._ask(key, candidates):
+                self.waiting[key] = (candidates, found, time.perf_counter() - self.start_time,
+                                     kinds)
+            elif not self._ask(key, candidates, kinds):
                 self.use_server = False     # (compile here, when it pays)
 
     def _ask_call(self, index):
@@ -711,14 +735,16 @@ class Jit:
                 self._use_native_call(index, native)
             elif found:
                 self.waiting[index] = ([(None, None)], found,
-                                       time.perf_counter() - self.start_time)
+                                       time.perf_counter() - self.start_time, None)
             elif not self._ask(index, None):
                 self.use_server = False
 
-    def _region_from_unit(self, key, unit, ukey, blocks, entries, ask=None):
+    def _region_from_unit(self, key, unit, ukey, blocks, entries, ask=None, kinds=None):
+        from .jitcache import region_kinds
         index, header = key
         region = LoopRegion(index, None, header, set(blocks), set(entries))
         region.unit_key = ukey
+        region.kinds = region_kinds(ask.kinds if ask is not None else kinds, entries)
         region.arrived_at = time.perf_counter() - self.start_time
         if ask is not None:
             region.asked_at, region.arrived_at = ask.asked_at, ask.arrived_at
@@ -757,14 +783,15 @@ class Jit:
                     self.wanted_heap = True
                     error, unit = "pointers need the shared heap", None
                 self._landed(ask, unit, ukey, blocks, entries, error)
-            for what, (candidates, keys, _) in list(self.waiting.items()):
+            for what, (candidates, keys, _, kinds) in list(self.waiting.items()):
                 if any(being_built(self.cache, k) for k in keys):
                     continue
                 del self.waiting[what]
                 kind, index = ("region", what[0]) if isinstance(what, tuple) else ("call", what)
-                found = self._in_cache(kind, index, candidates)
+                found = self._in_cache(kind, index, candidates, kinds)
                 if isinstance(found, tuple):
                     ask = _Ask(what, None)
+                    ask.kinds = kinds
                     ask.arrived_at = time.perf_counter() - self.start_time
                     self._landed(ask, found[0], found[1], found[2], found[3], None)
                 # (else the other build failed: asked again if it stays hot)
@@ -823,6 +850,11 @@ class Jit:
             if region is None or region.pending is None:
                 self.compiled.ns[f"_JQ{index}_{header}"] = False
             return None
+        tests = region.kind_tests.get(header)
+        if tests and not all(type(frame.get(name)) is typ for name, typ in tests):
+            region = self._other_version(region, header, frame)
+            if region is None:
+                return None
         S, D = region.buffers
         if not region.enter_fn(frame, S, D):
             return None                 # a value of another kind: let the interpreter fail
@@ -852,6 +884,57 @@ class Jit:
         # The whole frame: the interpreter may go on in another frame (jitx).
         frame.update(region.leave_fn(S, D))
         return region.lids[t], frame
+
+    def _loop_kinds(self, index, header):
+        """{header: {variable: kind}} a region of this loop assumes: the kinds the
+        function's generated code assumes at its loop headers (its own type
+        speculation, `FunctionCode.header_kinds`), else (its code came from the
+        cache) those a region of the loop assumed first in an earlier run (the
+        profile's); once a region of the loop found others, those
+        (`_other_version`); None: none."""
+        if (index, header) in self.next_kinds:
+            return self.next_kinds[index, header]
+        fc = self.compiled.codes.get(index)
+        return getattr(fc, "header_kinds", None) or \
+            (self.profile or {}).get("kinds", {}).get((index, header)) or None
+
+    def _other_version(self, region, header, frame):
+        """A region's entry found other kinds than it assumes (a phase of the run):
+        the region of the loop for these kinds (or assuming none) if there is one,
+        made the loop's; else None, and the loop's next region is asked for these
+        kinds -- once: a third asks for none, so there is no loop of recompiling (in
+        the meantime the loop is interpreted)."""
+        loop = (region.index, region.header)
+        versions = self.versions.get(loop, ())
+        for other in versions:
+            if other is not region and header in other.entry_blocks and self._ready(other) \
+                    and all(type(frame.get(name)) is typ
+                            for name, typ in other.kind_tests.get(header, ())):
+                self._make_current(other)
+                return other
+        kinds = None
+        if sum(1 for r in versions if r.assumed) < MAX_KIND_VERSIONS:
+            from ..native_runtime.pynames import var_name
+            seen = {v: KIND_OF_TYPE.get(type(frame.get(var_name(v))))
+                    for v in region.assumed.get(header, ())}
+            if all(seen.values()):
+                kinds = {header: seen}
+        with self.lock:
+            for h in region.entry_blocks | {region.header}:
+                key = (region.index, h)
+                self.next_kinds[key] = kinds
+                if self.regions.get(key) is region:
+                    self.regions[key] = False       # (asked for again)
+                    if not self.eager:
+                        self.compiled.ns[f"_JQ{region.index}_{h}"] = False
+        return None
+
+    def _make_current(self, region):
+        """The region its loops enter from now on (one of their `versions`)."""
+        with self.lock:
+            for h in region.entry_blocks | {region.header}:
+                self.regions[(region.index, h)] = region
+        self._raise_flags(region)
 
     def _whole_function_instead(self, index, header):
         """Eager mode: a hot loop in a function called many times already: compile
@@ -910,16 +993,33 @@ class Jit:
     def _cached_region(self, index, header):
         """The region a profile names for this loop, loaded from the cache without
         LLVM; False if there is none (compile as usual)."""
+        from .jitcache import region_kinds
         spec = (self.profile or {}).get("regions", {}).get((index, header))
-        if spec is None:
-            return False
+        if spec is None or (index, header) in self.next_kinds:
+            return False                # (none, or its regions found other kinds)
         blocks, entries = spec["blocks"], spec["entries"]
-        unit, ukey = self._load_unit("region", index, blocks, entries)
+        kinds = region_kinds(spec.get("kinds"), entries)
+        unit, ukey = self._load_unit("region", index, blocks, entries, kinds)
         if unit is None:
             self.missing.add((index, header))
             return False
+        # (the loop's regions for other kinds, which earlier runs used: entered when
+        # their kinds come, `_other_version`)
+        for other in spec.get("others", ()):
+            o_entries = other["entries"]
+            o_kinds = region_kinds(other.get("kinds"), o_entries)
+            o_unit, o_key = self._load_unit("region", index, other["blocks"], o_entries,
+                                            o_kinds)
+            if o_unit is not None:
+                version = LoopRegion(index, None, header, set(other["blocks"]), set(o_entries))
+                version.unit_key, version.kinds = o_key, o_kinds
+                version.arrived_at = time.perf_counter() - self.start_time
+                self._use_region_unit(version, o_unit)
+                self.all_regions.append(version)
+                self.versions.setdefault((index, header), []).append(version)
         region = LoopRegion(index, None, header, set(blocks), set(entries))
         region.unit_key = ukey
+        region.kinds = kinds
         region.arrived_at = time.perf_counter() - self.start_time
         self._use_region_unit(region, unit)
         self._register_region(region)
@@ -939,13 +1039,13 @@ class Jit:
         self.all_calls.append(native)
         return native
 
-    def _load_unit(self, kind, index, blocks, entries):
+    def _load_unit(self, kind, index, blocks, entries, kinds=None):
         """(unit, key): a unit from the cache, loaded without LLVM, if there is one this
         run can use (one that touches memory needs the shared heap)."""
         if self.cache is None or not self._setup_runtime():
             return None, None
         from . import jitcache
-        ukey = self._unit_key(kind, index, blocks, entries)
+        ukey = self._unit_key(kind, index, blocks, entries, kinds)
         unit = jitcache.load_unit(self.cache, ukey)
         if unit is None or (unit.meta.get("heap") and self.heap is None):
             return None, None
@@ -959,7 +1059,18 @@ class Jit:
         region.unit = unit
         region.lids = dict(meta["lids"])
         region.instrs = meta["instrs"]
+        region.assumed = meta.get("assumed", {})
         self._marshal_functions(region)
+
+    @staticmethod
+    def _kind_tests(region):
+        """The tests of the kinds a region assumes at its headers, where the
+        interpreter enters it (those of variables it holds tagged: see
+        `jit_lower.RegionLowering`)."""
+        from ..ir.support import PY_TYPES
+        from ..native_runtime.pynames import var_name
+        region.kind_tests = {h: [(var_name(v), PY_TYPES[k]) for v, k in sorted(vs.items())]
+                             for h, vs in region.assumed.items()}
 
     def _use_call_unit(self, native, unit):
         meta = unit.meta
@@ -980,10 +1091,16 @@ class Jit:
         mine_regions = {}
         for r in self.all_regions:
             key = (r.index, r.header)
-            if r.unit_key is not None and r.dropped is None:
-                mine_regions[key] = {"blocks": sorted(r.blocks),
-                                     "entries": sorted(r.entry_blocks)}
-            elif r.unit_key is not None or r.dropped is not None:
+            if _usable(r):
+                # (the loop's region at the end of the run, and its other versions)
+                main = self.regions.get(key)
+                main = main if _usable(main) and main.header == r.header else r
+                others = [_region_spec(o) for o in self.versions.get(key, ())
+                          if o is not main and _usable(o)]
+                mine_regions[key] = dict(_region_spec(main), **({"others": others}
+                                                                if others else {}))
+            elif (r.unit_key is not None or r.dropped is not None) \
+                    and not any(_usable(o) for o in self.versions.get(key, ())):
                 mine_regions[key] = None
         mine_calls = {n.index: ({} if n.unit_key is not None and n.dropped is None else None)
                       for n in self.all_calls}
@@ -999,7 +1116,8 @@ class Jit:
                 if spec is None:
                     continue
                 kind, index = ("region", what[0]) if isinstance(what, tuple) else ("call", what)
-                ukey = self._unit_key(kind, index, spec.get("blocks"), spec.get("entries"))
+                ukey = self._unit_key(kind, index, spec.get("blocks"), spec.get("entries"),
+                                      spec.get("kinds"))
                 if jitcache.stored_meta(self.cache, ukey) is None:
                     (regions if kind == "region" else calls).pop(what, None)
             for what, spec in mine_regions.items():
@@ -1012,6 +1130,16 @@ class Jit:
                     calls.pop(what, None)
                 else:
                     calls[what] = spec
+            # The kinds each loop's first region assumed (a later run whose code
+            # comes from the cache asks for those: `_loop_kinds`).
+            kinds = profile["kinds"] = dict(profile.get("kinds", {}))
+            for loop, versions in self.versions.items():
+                first = next((r.kinds for r in versions if r.kinds), None)
+                if first:
+                    kinds[loop] = first
+            for ask in self.asking.values():      # (asked for, still being built)
+                if isinstance(ask.what, tuple) and ask.kinds and ask.what not in kinds:
+                    kinds[ask.what] = jitcache.region_kinds(ask.kinds, ask.kinds_at)
             # How long each loop and function stayed hot (the longest seen so far).
             hot = profile["hot"]
             for what, seconds in self.hot_seconds.items():
@@ -1175,9 +1303,9 @@ class Jit:
         kept in the cache: each stands alone)."""
         return set() if self.cache is not None else self.native_functions
 
-    def _unit_key(self, kind, index, blocks, entries):
+    def _unit_key(self, kind, index, blocks, entries, kinds=None):
         """The cache key of a unit of this run's (`jitcache.RunKeys`)."""
-        return self._run_keys().key(kind, index, blocks, entries)
+        return self._run_keys().key(kind, index, blocks, entries, kinds)
 
     def _run_keys(self):
         if self.run_keys is None:
@@ -1193,7 +1321,7 @@ class Jit:
         t0 = time.perf_counter()
         if self.cache is not None:
             from . import jitcache
-            ukey = self._unit_key(kind, obj.index, blocks, entries)
+            ukey = self._unit_key(kind, obj.index, blocks, entries, getattr(obj, "kinds", None))
             try:
                 unit = jitcache.build_unit(self.cache, ukey, module, meta, self.level)
             finally:
@@ -1263,9 +1391,12 @@ class Jit:
             self.regions[key] = None
             return None
         fc = self.compiled.function_code(index)
+        from .jitcache import region_kinds
+        kinds = self._loop_kinds(index, header)
         region = None
         for blocks, entries in select_region(fc, header):
             region = LoopRegion(index, fc, header, blocks, entries)
+            region.kinds = region_kinds(kinds, entries)
             try:
                 self._build(region)
                 break
@@ -1281,10 +1412,12 @@ class Jit:
     def _register_region(self, region):
         """Every loop the region can be entered at tries it at its next visits."""
         self.all_regions.append(region)
+        self.versions.setdefault((region.index, region.header), []).append(region)
         for h in region.entry_blocks:
             if not self.regions.get((region.index, h)):
                 self.regions[(region.index, h)] = region
-        self.regions.setdefault((region.index, region.header), region)
+        if not self.regions.get((region.index, region.header)):
+            self.regions[(region.index, region.header)] = region
         if region.address is not None or region.pending is not None:
             self._raise_flags(region)
 
@@ -1299,12 +1432,14 @@ class Jit:
             module, meta, defined, used, slots = jitcache.lower_region_unit(
                 self.compiled.linked, fc, region.blocks, region.entry_blocks, name,
                 prefix=self.prefix, shared=self._shared_functions(),
-                heap=self.heap is not None, constants=self._run_keys().constants(fc.index))
+                heap=self.heap is not None, constants=self._run_keys().constants(fc.index),
+                kinds=region.kinds)
         except jitcache.NeedsHeap:
             self.wanted_heap = True
             raise BrilError("pointers need the shared heap") from None
         region.compile_seconds = time.perf_counter() - t0
         region.lids, region.instrs = meta["lids"], meta["instrs"]
+        region.assumed = meta.get("assumed", {})
         self._machine_code(region, module, name, defined, used, "region", region.blocks,
                            region.entry_blocks, meta)
         if self.cache is None:
@@ -1326,6 +1461,7 @@ class Jit:
             env[pyname] = json_type(eval(typ_repr))
         exec(code, env)
         region.enter_fn, region.leave_fn = env["_in"], env["_out"]
+        self._kind_tests(region)
         # slots, then the block to start at
         from ..native_runtime.ffi import c_double, c_int64
         S = (c_int64 * (slots.size + 1))()
@@ -1363,11 +1499,13 @@ class Jit:
                 entered_at=[_block_name(fc, bi) for bi in sorted(region.entry_blocks)],
                 blocks=[_block_name(fc, bi) for bi in sorted(region.blocks)],
                 instructions=region.instrs, entries=region.entries,
-                exits={_block_name(fc, t): n for t, n in sorted(region.exits.items())}))
+                exits={_block_name(fc, t): n for t, n in sorted(region.exits.items())},
+                kinds={_block_name(fc, h): dict(vs) for h, vs in region.assumed.items()}))
         # (asked of the compile server, or being built by another run's, and not
         # there when the run ended)
         pending = [(ask.what, ask.asked_at, "asked_at") for ask in self.asking.values()]
-        pending += [(what, since, "waited_from") for what, (_, _, since) in self.waiting.items()]
+        pending += [(what, since, "waited_from")
+                    for what, (_, _, since, _) in self.waiting.items()]
         for what, at, when in sorted(pending, key=lambda p: p[1]):
             entry = {"compiled": False, "compiling": when == "asked_at",
                      "elsewhere": when == "waited_from", when: round(at, 4)}
@@ -1388,6 +1526,8 @@ class _Ask:
     def __init__(self, what, asked_at):
         self.what = what
         self.keys = ()
+        self.kinds = None               # (a region's: the kinds asked for, at the
+        self.kinds_at = ()              # candidates' entries)
         self.asked_at = asked_at
         self.arrived_at = None
         self.seconds = 0.0
@@ -1398,6 +1538,21 @@ class _Counter(dict):
 
     def __missing__(self, key):
         return 0
+
+
+def _usable(region):
+    """Is this a region built into a unit, not dropped?"""
+    return isinstance(region, LoopRegion) and region.unit_key is not None \
+        and region.dropped is None
+
+
+def _region_spec(region):
+    """What a profile keeps of a region: its blocks, entries and kinds."""
+    spec = {"blocks": sorted(region.blocks), "entries": sorted(region.entry_blocks)}
+    if region.kinds:
+        from .jitcache import kinds_data
+        spec["kinds"] = kinds_data(region.kinds)
+    return spec
 
 
 def _unit_report(obj):
@@ -1456,8 +1611,11 @@ def report_text(report):
             lines.append(f"  {where}: not compiled ({why}){_when(r, total)}")
             continue
         exits = ", ".join(f"{k} x{n}" for k, n in r["exits"].items()) or "none"
+        kinds = "; ".join(f"{h}: " + ", ".join(f"{v} {k}" for v, k in sorted(vs.items()))
+                          for h, vs in r.get("kinds", {}).items())
         lines.append(f"  {where}: {len(r['blocks'])} blocks, {r['instructions']} instrs, "
-                     f"compiled in {r['compile_seconds']:.3f} s; {r['entries']} entries, "
+                     + (f"assuming {kinds}, " if kinds else "")
+                     + f"compiled in {r['compile_seconds']:.3f} s; {r['entries']} entries, "
                      f"{r['native_instructions']} native instrs; exits: {exits}"
                      + (f"; dropped: {r['dropped']}" if r["dropped"] else "")
                      + (f"; error: {r['error']}" if r["error"] else "") + _when(r, total))

@@ -137,13 +137,13 @@ class CompileServer:
             self.broken = True
             return False
 
-    def request(self, what, candidates):
+    def request(self, what, candidates, kinds=None):
         """Ask for a unit (see `bril.backend.jit_server`); its request id, or None."""
         if not self.started or self.broken:
             return None
         rid = self.next_rid
         self.next_rid += 1
-        return rid if self._send(("build", rid, what, candidates)) else None
+        return rid if self._send(("build", rid, what, candidates, kinds)) else None
 
     def exit_code(self, index, key, native_heap):
         """Ask for function `index`'s jitx variant in the code cache under `key`, for the

@@ -28,9 +28,9 @@ the interpreter's count after each native call.
 from llvmlite import ir
 
 from .llvm_lower import (LoweredFunction, FunctionLowering, ProgramLowering, Unsupported, I1,
-                         I64, PTR, const_int, decode_slot as _decode, decode_tagged,
+                         I64, PTR, TAGGED, const_int, decode_slot as _decode, decode_tagged,
                          encode_slot as _encode, kind)
-from ..native_runtime.resume import Slots
+from ..native_runtime.resume import Slots, TAG_BASES, value_tag
 from ..analysis.folding import single_constants
 
 
@@ -63,7 +63,7 @@ class RegionLowering(FunctionLowering):
     the slot array, only the region's blocks are lowered, and an edge out of the
     region is an exit."""
 
-    def __init__(self, info, program, region, name, constants=None):
+    def __init__(self, info, program, region, name, constants=None, kinds=None):
         self.info = info
         self.program = program
         self.rt = program.rt
@@ -88,6 +88,28 @@ class RegionLowering(FunctionLowering):
                                         **(constants or {})}.items()
                       if n in self.layout.types and n not in written
                       and self.layout.types[n] == "int"}
+        self.kinds = kinds              # (see `assumed`)
+        self.assumed_at = {}            # header -> {variable: kind}, set by `lower`
+        self.kind_checks = {}           # (header, target block name) -> its check block
+
+    def assumed(self, parents):
+        """{header: {variable: kind}}: of the kinds `any` values hold at loop headers
+        (`kinds`, see `bril.backend.jitcache.region_kinds`: what the interpreter's
+        generated code assumes there), those at the region's outermost loops, of
+        variables held tagged.  The interpreter checks them where it enters the
+        region, the region on every edge into such a header from inside it (its back
+        edges), leaving at the header where one fails (its entry then finds other
+        kinds: see `bril.backend.jit.Jit.enter`).  So the tags are constants LLVM
+        folds every test of, in the loop and the loops inside it.  (An inner loop's
+        kinds may hold only from its second round: loopfact's accumulator is an int
+        where each round of the outer loop starts it.)"""
+        out = {}
+        for h, vs in self.kinds or ():
+            mine = {v: k for v, k in vs if self.layout.types.get(v) == "any"
+                    and k in TAG_BASES and k != "any"}
+            if mine and h in self.region and parents.get(h) is None:
+                out[h] = mine
+        return out
 
     # --- slots ---------------------------------------------------------------------------
 
@@ -143,7 +165,11 @@ class RegionLowering(FunctionLowering):
         # native depth count from here (the interpreter has its own limit).
         self.depth = bld.load(self.rt.glob("brt_depth"), typ=I64)
         self.llvm_blocks = {bi: self.fn.append_basic_block(f"b{bi}") for bi in sorted(self.region)}
+        self.assumed_at = self.assumed(parents or {})
         starts = self.entry_dispatch(entries, parents or {})
+        for e in entries:
+            if e in self.assumed_at:
+                starts[e] = self.retagged(e, starts[e])
         # The block to start at: after the variables, in the last slot.
         start = self.load_slot(self.layout.size)
         switch = bld.switch(start, starts[entries[0]])
@@ -237,13 +263,50 @@ class RegionLowering(FunctionLowering):
         bld.position_at_end(here)
         return starts
 
+    def retagged(self, entry, start):
+        """A block entering at `entry`, whose assumed kinds the interpreter checked:
+        those variables' tags (and flags) stored as constants, then `start`."""
+        bld = self.b
+        here = bld.block
+        blk = self.fn.append_basic_block(f"k{entry}")
+        bld.position_at_end(blk)
+        for var, key in sorted(self.assumed_at[entry].items()):
+            slot = self.slots[var]
+            bld.store(bld.insert_value(bld.load(slot, typ=TAGGED), const_int(value_tag(key)), 0),
+                      slot)
+            bld.store(ir.Constant(I1, 1), self.flags[var])
+        bld.branch(start)
+        bld.position_at_end(here)
+        return blk
+
+    def kind_check(self, h, dest):
+        """A block on an edge into loop header `h` (going to `dest`) that goes on if
+        the variables hold the kinds assumed there, else leaves the region at `h`."""
+        key = (h, dest.name)
+        blk = self.kind_checks.get(key)
+        if blk is None:
+            bld = self.b
+            here = bld.block
+            blk = self.kind_checks[key] = self.fn.append_basic_block(f"kc{h}.{len(self.kind_checks)}")
+            bld.position_at_end(blk)
+            ok = None
+            for var, k in sorted(self.assumed_at[h].items()):
+                tag = bld.extract_value(bld.load(self.slots[var], typ=TAGGED), 0)
+                same = bld.icmp_unsigned("==", tag, const_int(value_tag(k)))
+                ok = same if ok is None else bld.and_(ok, same)
+            bld.cbranch(ok, dest, self.exit_block(h))
+            bld.position_at_end(here)
+        return blk
+
     def target(self, t):
         if isinstance(t, int) and t not in self.region:
             return self.exit_block(t)
         if isinstance(t, int):
             if self.copy is not None and t in self.copies[self.copy]:
-                return self.copies[self.copy][t]
-            return self.dispatch.get(t) or self.llvm_blocks[t]
+                dest = self.copies[self.copy][t]
+            else:
+                dest = self.dispatch.get(t) or self.llvm_blocks[t]
+            return self.kind_check(t, dest) if t in self.assumed_at else dest
         return super().target(t)        # a missing label: its error
 
     def exit_block(self, t):
@@ -361,17 +424,21 @@ def _entry_copies(info, region, leaves):
 
 
 def lower_region(linked, index, region, entries, name, prefix="jit", compiled_functions=(),
-                 parents=None, constants=None):
+                 parents=None, constants=None, kinds=None):
     """A module holding the region of function `index` as `name` (and every function
     it calls); returns (module, Slots, indices of the functions defined, indices
-    of the functions used from earlier modules).  Raises `Unsupported` for what
+    of the functions used from earlier modules, {header: {variable: kind}} its
+    entries must find: `RegionLowering.assumed`).  Raises `Unsupported` for what
     native code does not handle.  `parents`: see `RegionLowering.entry_dispatch`;
-    `constants`: {variable: int} read as those values."""
+    `constants`: {variable: int} read as those values; `kinds`: the kinds `any`
+    variables hold at loop headers (`bril.backend.jitcache.region_kinds`)."""
     program = RegionProgram(linked, name, prefix, compiled_functions)
     info = program.info(index)
-    layout = RegionLowering(info, program, region, name, constants).lower(entries, parents)
+    lowering = RegionLowering(info, program, region, name, constants, kinds)
+    layout = lowering.lower(entries, parents)
     defined = program.lower_called()
-    return program.module, layout, defined, program.called & set(compiled_functions)
+    return (program.module, layout, defined, program.called & set(compiled_functions),
+            lowering.assumed_at)
 
 
 def lower_call(linked, index, name, prefix="jit", compiled_functions=()):

@@ -31,9 +31,11 @@ Messages are a 4-byte length and a marshalled tuple each way:
     ("args", main_args)               the run's @main arguments ({name: value}): a
                                       region of @main takes those its loops compute
                                       with as constants (`main_constants`)
-    ("build", rid, what, candidates)  a region (what = (index, header); candidates:
-                                      [(blocks, entries)], widest first, the first
-                                      that lowers is built) or a whole function
+    ("build", rid, what, candidates, kinds)  a region (what = (index, header);
+                                      candidates: [(blocks, entries)], widest first,
+                                      the first that lowers is built; kinds: {header:
+                                      {variable: kind}} its `any` variables are
+                                      assumed to hold, or None) or a whole function
                                       (what = index; candidates None)
     ("exe", exe, profile)             build the program whole under the key `exe`
                                       when nothing else is asked (a run hot enough to
@@ -108,9 +110,10 @@ class Server:
                 self.linked, self.cache, native_heap)
         generator.generate_into_cache(index, "jitx", key)
 
-    def build(self, what, candidates):
+    def build(self, what, candidates, kinds=None):
         """(unit key, blocks, entries) of what was built for `what` (a region's first
-        candidate that lowers, or a whole function); raises BrilError if none."""
+        candidate that lowers, assuming `kinds`, or a whole function); raises
+        BrilError if none."""
         from . import jitcache
         if isinstance(what, tuple):
             index, _ = what
@@ -120,15 +123,18 @@ class Server:
                 candidates = select_region(fc, what[1])
             error = None
             for blocks, entries in candidates:
-                ukey = self._unit_key(what, blocks, entries)
+                ukey = self._unit_key(what, blocks, entries, kinds)
                 try:
                     self._keep(ukey, lambda: jitcache.lower_region_unit(
                         self.linked, fc, blocks, entries, "bril.unit",
-                        constants=self._run_keys().constants(index))[:2])
+                        constants=self._run_keys().constants(index), kinds=kinds)[:2])
                 except BrilError as e:
                     error = e
                     continue
                 self.built[what] = {"blocks": sorted(blocks), "entries": sorted(entries)}
+                assumed = jitcache.region_kinds(kinds, entries)
+                if assumed:
+                    self.built[what]["kinds"] = jitcache.kinds_data(assumed)
                 self._marshal_code(ukey, what)
                 return ukey, sorted(blocks), sorted(entries)
             raise error or BrilError("no region")
@@ -148,11 +154,11 @@ class Server:
             self.run_keys = RunKeys(self.linked, self.level, self.main_args)
         return self.run_keys
 
-    def _unit_key(self, what, blocks, entries):
+    def _unit_key(self, what, blocks, entries, kinds=None):
         """The key of the unit of `what` (a region's (index, header), or a function's
-        index) from blocks and entries."""
+        index) from blocks, entries and kinds."""
         if isinstance(what, tuple):
-            return self._run_keys().key("region", what[0], blocks, entries)
+            return self._run_keys().key("region", what[0], blocks, entries, kinds)
         return self._run_keys().key("call", what, None, None)
 
     def _marshal_code(self, ukey, what):
@@ -168,7 +174,7 @@ class Server:
         except Exception:           # (the run compiles them, as without a server)
             pass
 
-    def hold(self, what, candidates):
+    def hold(self, what, candidates, kinds=None):
         """Take the build lock of the unit `what` will most likely be as soon as it is
         asked for (not only when its turn comes): a run that wants the same unit
         then waits for this build instead of asking its own server for it."""
@@ -179,7 +185,7 @@ class Server:
             if not candidates:
                 return
             blocks, entries = candidates[0]
-            ukey = self._unit_key(what, blocks, entries)
+            ukey = self._unit_key(what, blocks, entries, kinds)
         else:
             ukey = self._unit_key(what, None, None)
         if ukey in self.held:
@@ -315,7 +321,8 @@ class Server:
     def _needs_heap(self):
         from . import jitcache
         for what, spec in self.built.items():
-            ukey = self._unit_key(what, spec.get("blocks"), spec.get("entries"))
+            ukey = self._unit_key(what, spec.get("blocks"), spec.get("entries"),
+                                  spec.get("kinds"))
             meta = jitcache.stored_meta(self.cache, ukey)
             if meta is not None and meta.get("heap"):
                 return True
@@ -384,7 +391,7 @@ def _session(servers, cache, level, reader, write, key, program, after=None):
                 if message[0] == "build":
                     try:
                         _server_for(servers, cache, key, program, level, main_args).hold(
-                            *message[2:4])
+                            *message[2:5])
                     except Exception:
                         pass
         if not queue:
@@ -397,13 +404,14 @@ def _session(servers, cache, level, reader, write, key, program, after=None):
                 exe = None if message[3] is None else \
                     (message[3], message[4] if len(message) > 4 else None)
             break
-        _, rid, what, candidates = message
+        _, rid, what, candidates, *kinds = message
+        kinds = kinds[0] if kinds else None
         t0 = time.perf_counter()
         server = _server_for(servers, cache, key, program, level, main_args)
         try:
             if not server.load_program():
                 raise BrilError("the program is not in the code cache")
-            ukey, blocks, entries = server.build(what, candidates)
+            ukey, blocks, entries = server.build(what, candidates, kinds)
             reply(("built", rid, ukey, time.perf_counter() - t0, blocks, entries, None))
         except Exception as e:          # (LLVM's own errors too: interpret it)
             server.failed.append(what)

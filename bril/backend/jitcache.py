@@ -23,15 +23,39 @@ from ..cache.codecache import hasher
 from .jitprofile import FORMAT
 
 
-def unit_key(linked, kind, index, blocks, entries, level, constants=None):
+def region_kinds(kinds, entries):
+    """The kinds a region entered at `entries` assumes, in one form (the key's, the
+    profile's): ((header, ((variable, kind), ...)), ...) of the headers among
+    `entries` that `kinds` ({header: {variable: kind}}, or that form read back from
+    JSON) gives kinds for; None if none."""
+    if not kinds:
+        return None
+    items = kinds.items() if isinstance(kinds, dict) else kinds
+    entries = set(entries or ())
+    out = tuple(sorted((int(h), tuple(sorted((str(v), str(k)) for v, k in
+                                             (vs.items() if isinstance(vs, dict) else vs))))
+                       for h, vs in items if int(h) in entries and vs))
+    return out or None
+
+
+def kinds_data(kinds):
+    """`region_kinds`'s form as a profile keeps it (lists)."""
+    return [[h, [list(p) for p in vs]] for h, vs in kinds]
+
+
+def unit_key(linked, kind, index, blocks, entries, level, constants=None, kinds=None):
     """The key of a unit: `kind` 'region' (blocks, entries: block indices) or 'call';
     `constants`: the variables its code takes as constants (a region of @main:
-    `bril.analysis.invariants.main_constants`), which a unit of other values is not."""
+    `bril.analysis.invariants.main_constants`), which a unit of other values is not;
+    `kinds`: the kinds its `any` variables are assumed to hold at its loop headers
+    (`region_kinds`)."""
     from ..native_runtime.nativert import native_digest
     h = hasher(FORMAT + native_digest(level))
     h.update(repr((kind, index, sorted(blocks or ()), sorted(entries or ()))).encode())
     if constants:
         h.update(repr(sorted(constants.items())).encode())
+    if kinds:
+        h.update(repr(("kinds", kinds)).encode())
     # The function and everything it calls, transitively (compiled into the unit).
     from ..cache.codekeys import call_graph_digest
     h.update(call_graph_digest(linked, index, inlined_only=False))
@@ -57,10 +81,12 @@ class RunKeys:
             self._main_constants = main_constants(self.linked, self.main_args)
         return self._main_constants
 
-    def key(self, kind, index, blocks, entries):
-        """The key of a unit: `kind` 'region' (blocks, entries) or 'call'."""
+    def key(self, kind, index, blocks, entries, kinds=None):
+        """The key of a unit: `kind` 'region' (blocks, entries; `kinds`: see
+        `region_kinds`) or 'call'."""
         return unit_key(self.linked, kind, index, blocks, entries, self.level,
-                        self.constants(index) if kind == "region" else None)
+                        self.constants(index) if kind == "region" else None,
+                        region_kinds(kinds, entries) if kind == "region" else None)
 
 
 def tried_here(profile, level):
@@ -145,22 +171,25 @@ class NeedsHeap(Exception):
 
 
 def lower_region_unit(linked, fc, blocks, entries, name, prefix="u", shared=(), heap=True,
-                      constants=None):
+                      constants=None, kinds=None):
     """(module, meta, defined, used, slots) of a loop region of `fc` (a FunctionCode):
     the lowered module and what using it needs (see the module docstring).
-    `constants`: {variable: int} the region reads as those values (see `unit_key`)."""
+    `constants`: {variable: int} the region reads as those values; `kinds`: the
+    kinds its `any` variables hold at its headers (see `unit_key`)."""
     from .jit_lower import lower_region
-    module, slots, defined, used = lower_region(linked, fc.index, blocks, sorted(entries),
-                                                name, prefix=prefix, compiled_functions=shared,
-                                                parents=loop_parents(fc, blocks),
-                                                constants=constants)
+    module, slots, defined, used, assumed = lower_region(
+        linked, fc.index, blocks, sorted(entries), name, prefix=prefix,
+        compiled_functions=shared, parents=loop_parents(fc, blocks), constants=constants,
+        kinds=region_kinds(kinds, entries))
     allocates = linked.allocates()
     needs_heap = any(resume.needs_heap(t, allocates) for t in slots.types.values())
     if needs_heap and not heap:
         raise NeedsHeap()
     lids = {bi: b.lid for bi, b in enumerate(fc.blocks_by_index) if b.lid is not None}
     meta = {"symbol": name, "heap": needs_heap, "slots": slots.as_data(), "lids": lids,
-            "instrs": sum(fc.blocks_by_index[bi].size for bi in blocks)}
+            "instrs": sum(fc.blocks_by_index[bi].size for bi in blocks),
+            # (the kinds its entries must find: `bril.backend.jit.Jit.enter` tests them)
+            "assumed": {h: dict(vs) for h, vs in assumed.items()}}
     return module, meta, defined, used, slots
 
 

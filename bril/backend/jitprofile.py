@@ -81,7 +81,7 @@ def store_profile(cache, key, profile, linked=None):
 
 def empty_profile():
     return {"regions": {}, "calls": {}, "heap": False, "hot": {}, "tried": [],
-            "tried_for": None}
+            "tried_for": None, "kinds": {}}
 
 
 def update_profile(cache, key, change, linked):
@@ -104,6 +104,7 @@ def update_profile(cache, key, change, linked):
             profile.update({k: v for k, v in old.items() if k != "program"})
             profile["regions"], profile["calls"] = dict(profile["regions"]), dict(profile["calls"])
             profile["hot"], profile["tried"] = dict(profile["hot"]), list(profile["tried"])
+            profile["kinds"] = dict(profile.get("kinds", {}))
         new = change(profile)
         if new is not None:
             store_profile(cache, key, new, linked)
