@@ -80,8 +80,14 @@ VALUES_KEPT = 8
 def count_values(cf, args):
     """Count the int and bool values a call passes cf's parameters
     (`ColdFunction.values`)."""
-    values = cf.values
-    for i, name in cf.value_params:
+    tally_values(cf.values, cf.value_params, args)
+
+
+def tally_values(values, params, args):
+    """Count the int and bool values `args` pass `params` ([(index, name)]) into
+    `values`: {name: {(is a bool, value): calls}, or MIXED once VALUES_KEPT were
+    seen or one was no int or bool}."""
+    for i, name in params:
         v = args[i] if i < len(args) else None
         counts = values.get(name)
         if counts is MIXED:

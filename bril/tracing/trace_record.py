@@ -71,45 +71,31 @@ def record_value(stats, var, value):
         stats.values[var] = VARIES
 
 
-# Calls whose arguments are counted, with `values` (`bril.tracing.specialize`): the
-# int and bool values each call passes, at most this many distinct ones a parameter.
-VALUES_KEPT = 8
-
-
 class CallStats:
     """The int and bool values the calls of one function passed (while the
-    recorder listened)."""
+    recorder listened), counted as the first tier counts them
+    (`bril.interpreter.cold.tally_values`)."""
     __slots__ = ("func", "params", "calls", "values")
 
     def __init__(self, func, params):
         self.func = func
         self.params = params        # [(index, name)] of its int and bool parameters
         self.calls = 0
-        self.values = {}            # name -> {value: calls} or VARIES
+        self.values = {}            # name -> {(is a bool, value): calls} or cold.MIXED
 
     def count(self, args):
+        from ..interpreter.cold import tally_values
         self.calls += 1
-        values = self.values
-        for i, name in self.params:
-            v = args[i] if i < len(args) else None
-            counts = values.get(name)
-            if counts is VARIES:
-                continue
-            if counts is None:
-                counts = values[name] = {}
-            # (True == 1: bools and ints are told apart by the declared type)
-            if type(v) not in (int, bool) or (v not in counts and len(counts) == VALUES_KEPT):
-                values[name] = VARIES
-            else:
-                counts[v] = counts.get(v, 0) + 1
+        tally_values(self.values, self.params, args)
 
     def common(self, share):
         """{parameter: the value at least `share` of the calls passed}."""
+        from ..interpreter.cold import MIXED
         out = {}
         for name, counts in self.values.items():
-            if counts is VARIES:
+            if counts is MIXED:
                 continue
-            for v, n in counts.items():
+            for (_, v), n in counts.items():
                 if n >= share * self.calls:
                     out[name] = v
         return out
