@@ -1067,7 +1067,6 @@ class Jit:
         """The tests of the kinds a region assumes at its headers, where the
         interpreter enters it (those of variables it holds tagged: see
         `jit_lower.RegionLowering`)."""
-        from ..ir.support import PY_TYPES
         from ..native_runtime.pynames import var_name
         region.kind_tests = {h: [(var_name(v), PY_TYPES[k]) for v, k in sorted(vs.items())]
                              for h, vs in region.assumed.items()}
