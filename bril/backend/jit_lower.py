@@ -28,9 +28,9 @@ the interpreter's count after each native call.
 from llvmlite import ir
 
 from .llvm_lower import (LoweredFunction, FunctionLowering, ProgramLowering, Unsupported, I1,
-                         I64, PTR, TAGGED, const_int, decode_slot as _decode, decode_tagged,
+                         I64, PTR, const_int, decode_slot as _decode, decode_tagged,
                          encode_slot as _encode, kind)
-from ..native_runtime.resume import Slots, TAG_BASES, value_tag
+from ..native_runtime.resume import Slots, TAG_BASES
 from ..analysis.folding import single_constants
 
 
@@ -270,10 +270,8 @@ class RegionLowering(FunctionLowering):
         here = bld.block
         blk = self.fn.append_basic_block(f"k{entry}")
         bld.position_at_end(blk)
-        for var, key in sorted(self.assumed_at[entry].items()):
-            slot = self.slots[var]
-            bld.store(bld.insert_value(bld.load(slot, typ=TAGGED), const_int(value_tag(key)), 0),
-                      slot)
+        self.retag(self.assumed_at[entry])
+        for var in self.assumed_at[entry]:
             bld.store(ir.Constant(I1, 1), self.flags[var])
         bld.branch(start)
         bld.position_at_end(here)
@@ -289,12 +287,7 @@ class RegionLowering(FunctionLowering):
             here = bld.block
             blk = self.kind_checks[key] = self.fn.append_basic_block(f"kc{h}.{len(self.kind_checks)}")
             bld.position_at_end(blk)
-            ok = None
-            for var, k in sorted(self.assumed_at[h].items()):
-                tag = bld.extract_value(bld.load(self.slots[var], typ=TAGGED), 0)
-                same = bld.icmp_unsigned("==", tag, const_int(value_tag(k)))
-                ok = same if ok is None else bld.and_(ok, same)
-            bld.cbranch(ok, dest, self.exit_block(h))
+            bld.cbranch(self.holds(self.assumed_at[h]), dest, self.exit_block(h))
             bld.position_at_end(here)
         return blk
 

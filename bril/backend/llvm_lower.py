@@ -1487,10 +1487,7 @@ class FunctionLowering(Lowering):
         for (h, k), (enter, copy) in sorted(self.copies.items(), key=lambda item: item[0]):
             combo, body = info.versions[h][0][k], info.versions[h][1]
             bld.position_at_end(enter)
-            for var, key in sorted(combo.items()):
-                slot = self.slots[var]
-                bld.store(bld.insert_value(bld.load(slot, typ=TAGGED),
-                                           const_int(value_tag(key)), 0), slot)
+            self.retag(combo)
             bld.branch(copy[h])
             self.version = (h, body, copy)
             for bi in sorted(body):
@@ -1512,6 +1509,25 @@ class FunctionLowering(Lowering):
         elif not bld.block.is_terminated:
             bld.unreachable()       # after an error in the terminator itself
 
+    def retag(self, kinds):
+        """Store each tagged variable's tag of `kinds` ({variable: type key}) as a
+        constant (LLVM then folds the tests of it)."""
+        bld = self.b
+        for var, key in sorted(kinds.items()):
+            slot = self.slots[var]
+            bld.store(bld.insert_value(bld.load(slot, typ=TAGGED), const_int(value_tag(key)), 0),
+                      slot)
+
+    def holds(self, kinds):
+        """IR: true if each tagged variable of `kinds` holds a value of its type key."""
+        bld = self.b
+        ok = None
+        for var, key in sorted(kinds.items()):
+            tag = bld.extract_value(bld.load(self.slots[var], typ=TAGGED), 0)
+            same = bld.icmp_unsigned("==", tag, const_int(value_tag(key)))
+            ok = same if ok is None else bld.and_(ok, same)
+        return ok
+
     def dispatch(self, h):
         """A block sending an edge into copied loop header h to the copy whose kinds
         the variables hold, else to the generic header (slots stored)."""
@@ -1520,13 +1536,8 @@ class FunctionLowering(Lowering):
         first = self.new_block(f"dispatch{h}")
         bld.position_at_end(first)
         for k, combo in enumerate(self.info.versions[h][0]):
-            ok = None
-            for var, key in sorted(combo.items()):
-                tag = bld.extract_value(bld.load(self.slots[var], typ=TAGGED), 0)
-                same = bld.icmp_unsigned("==", tag, const_int(value_tag(key)))
-                ok = same if ok is None else bld.and_(ok, same)
             other = self.new_block(f"dispatch{h}.not{k}")
-            bld.cbranch(ok, self.copies[h, k][0], other)
+            bld.cbranch(self.holds(combo), self.copies[h, k][0], other)
             bld.position_at_end(other)
         bld.branch(self.llvm_blocks[h])
         bld.position_at_end(here)
