@@ -510,3 +510,100 @@ def test_a_first_run_asks_for_the_recursive_function_and_stays_exact(tmp_path):
         pytest.skip("the JIT did not come in with a compile server: " + json.dumps(rep))
     assert [f["function"] for f in rep["functions"]] == ["tree"], rep
     assert not [r for r in rep["regions"] if r["function"] == "scan"], rep
+
+
+# --- quick units: built light first, then at the full level (jitcache.QUICK) -------------
+
+def test_a_unit_comes_quick_then_full_and_the_run_swaps_the_full_one_in(tmp_path):
+    cache = CodeCache(str(tmp_path))
+    jit, compiled, main, fc = _attached(LOOP, cache)
+    header = fc.loops[0].header
+    jit._ask_region(main, header)
+    _wait(lambda: jit._land() or not jit.asked)
+    region = jit.regions[(main, header)]
+    quick_key, full_key = region.unit_key, region.unit.meta["full"]
+    assert quick_key == jit._unit_key("region", main, region.blocks, region.entry_blocks,
+                                      quick=True)
+    assert full_key == jit._unit_key("region", main, region.blocks, region.entry_blocks)
+    assert jit.upgrading == {full_key: region}
+    # The server builds the full one once nothing else is asked; the next look
+    # finds it in the cache and swaps it in, telling the quick code to leave.
+    _wait(lambda: jit._land() or region.upgraded_at is not None)
+    assert region.unit_key == full_key and "full" not in region.unit.meta
+    assert region.address == region.unit.address != region.quick_unit.address
+    assert region.buffers[0][region.slots.size + 1] == 1 and not jit.upgrading
+    report = jit.report()["regions"][0]
+    assert report["upgraded_at"] >= report["arrived_at"]
+    jit.finish()
+
+
+def _only_quick_built(cache, text):
+    """(prog, region key): `text`'s loop built quick only, into `cache` and its profile
+    (as a server leaves it when its run ends before the full build)."""
+    from bril.backend.jit_server import Server
+    from bril.ir.linker import link
+    prog = parse_program(text)
+    linked = link(prog)
+    key, whole = profile_key(linked), program_key(linked)
+    cache.put_marshalled("program", whole, (prog, None, [], None))
+    server = Server(cache, key, whole, 2)
+    assert server.load_program()
+    main = linked.main_index()
+    header = server.compiled.function_code(main).loops[0].header
+    ukey, _, _ = server.build((main, header), None, quick=True)
+    server.upgrades.clear()
+    server.note_in_profile()
+    return prog, ukey
+
+
+def test_a_quick_region_told_to_leave_leaves_at_its_loop_header_exactly(tmp_path,
+                                                                       monkeypatch):
+    # A later run finds only the quick build (its full one never landed): it runs
+    # it.  Told to leave from its first entry on (as when the full build lands),
+    # it leaves at the loop's header after every round, and the interpreter,
+    # entering it again there, ends the run exactly.
+    from bril.interpreter import interp
+    cache = CodeCache(str(tmp_path))
+    prog, ukey = _only_quick_built(cache, LOOP)
+    marshal_functions = Jit._marshal_functions
+
+    def told_to_leave(self, region):
+        marshal_functions(self, region)
+        region.buffers[0][region.slots.size + 1] = 1
+    monkeypatch.setattr(Jit, "_marshal_functions", told_to_leave)
+    plain = io.StringIO()
+    expected = (interp.run(prog, ["40"], out=plain), plain.getvalue())
+    jit = Jit(cache=cache, pay_back=12, shared_heap=None)
+    out = io.StringIO()
+    count = interp.run(prog, ["40"], out=out, jit=jit, cache=cache)
+    assert (count, out.getvalue()) == expected == (206, "780\n")
+    (region,) = [r for r in jit.all_regions if r.unit_key == ukey]
+    assert region.entries > 1 and region.exits.get(region.header, 0) == region.entries - 1
+    jit.finish()
+
+
+def test_a_later_run_takes_the_quick_build_until_the_full_one_lands(tmp_path):
+    cache = CodeCache(str(tmp_path))
+    _only_quick_built(cache, LOOP)
+    plain = _brili(["--no-jit", "-p", "300000"], LOOP, tmp_path)
+    run = _brili(["--jit-report", "-", "-p", "300000"], LOOP, tmp_path,
+                 BRIL_JIT_PRECOMPILE="0")
+    assert run.stdout == plain.stdout and run.stderr.endswith(plain.stderr)
+    assert "compiled in 0.000 s" in run.stderr and "fully optimised" not in run.stderr
+
+
+def test_a_run_asking_for_a_unit_has_the_server_make_the_variant_the_next_run_promotes_to(
+        tmp_path):
+    # The next run promotes a function whose unit its profile names at its first
+    # call, to the function's jit variant: this run, which entered the function by
+    # on-stack replacement, has none to leave it (a rerun of mat-mul generated it:
+    # 17 ms), so the server makes it, with the jitx one.
+    cache = CodeCache(str(tmp_path))
+    jit, compiled, main, fc = _attached(LOOP, cache)
+    compiled.cache = cache
+    keys = {v: compiled.variant_key(main, v) for v in ("jit", "jitx")}
+    assert all(cache.get_marshalled("py", k) is None for k in keys.values())
+    jit._ask_region(main, fc.loops[0].header)
+    _wait(lambda: jit._land() or not jit.asked)
+    jit.finish()
+    _wait(lambda: all(cache.get_marshalled("py", k) is not None for k in keys.values()))

@@ -133,6 +133,7 @@ class NativeCall:
         self.dropped = None
         self.light = False              # (dropped: too little work per call)
         self.error = None
+        self.upgraded_at = None         # (a quick unit's full build swapped in then)
 
 
 class LoopRegion:
@@ -168,6 +169,7 @@ class LoopRegion:
         self.kinds = None
         self.assumed = {}
         self.kind_tests = {}
+        self.upgraded_at = None         # (a quick unit's full build swapped in then)
 
 
 _ENGINES = {}
@@ -257,7 +259,7 @@ class Jit:
         self.use_server = None          # decided at the first compile (`_with_server`)
         self.asked = {}                 # request id -> _Ask, while the server builds
         self.asking = {}                # what -> its _Ask (what: (index, header) or index)
-        self.exit_code_asked = set()    # functions whose jitx variant the server makes
+        self.exit_code_asked = set()    # (function, variant)s the server makes (`_ask_exit_code`)
         self.waiting = {}               # what -> (candidates, unit keys another process
                                         # is building, seconds into the run it began
                                         # waiting, the kinds asked for)
@@ -266,6 +268,9 @@ class Jit:
         # loop -> the kinds its next region is asked for (None: none).
         self.versions = {}
         self.next_kinds = {}
+        # Units running their quick build (`jitcache.QUICK`): the full build's key ->
+        # the LoopRegion or NativeCall it goes into when it lands (`_upgrade`).
+        self.upgrading = {}
         self.start_time = time.perf_counter()
         self.run_seconds = None         # (the run's length, once it is over)
         # When the program began running (the JIT may come in later: jit_deferred).
@@ -449,7 +454,7 @@ class Jit:
             if first:
                 time.sleep(jit_policy.SAMPLE_INTERVAL * first)
             first = 1
-            if self.asked or self.waiting:
+            if self.asked or self.waiting or self.upgrading:
                 try:
                     with ShortSwitches():
                         self._land()
@@ -633,7 +638,8 @@ class Jit:
         if self.stopped:
             return False                # (the run is over: `_precompile` decides)
         server = self._server()
-        rid = server.request(what, candidates, kinds) if server is not None else None
+        quick = jit_policy.QUICK_UNITS
+        rid = server.request(what, candidates, kinds, quick) if server is not None else None
         if rid is None:
             return False
         ask = _Ask(what, time.perf_counter() - self.start_time)
@@ -641,11 +647,10 @@ class Jit:
         ask.kinds_at = {e for _, entries in (candidates or ()) for e in entries}
         # (the keys its unit may have: a reply with another is refused, never run)
         kind, index = ("region", what[0]) if isinstance(what, tuple) else ("call", what)
-        ask.keys = {self._unit_key(kind, index, blocks, entries, kinds)
+        ask.keys = {self._unit_key(kind, index, blocks, entries, kinds, quick)
                     for blocks, entries in (candidates or [(None, None)])}
         self.asked[rid] = self.asking[what] = ask
-        if isinstance(what, tuple):
-            self._ask_exit_code(server, what[0])
+        self._ask_exit_code(server, *((what[0], True) if isinstance(what, tuple) else (what, False)))
         if not self.exe_asked:
             # (a run hot enough to ask: the server compiles the program whole when it
             # has nothing else to do, so that a run right after this one is it)
@@ -671,8 +676,13 @@ class Jit:
         for blocks, entries in candidates:
             ukey = self._unit_key(kind, index, blocks, entries, kinds)
             if jitcache.stored_meta(self.cache, ukey) is None:
-                keys.append(ukey)
-                continue
+                # (its quick build, if that is all there is yet: its full one swapped in
+                # when it lands, `_upgrade`)
+                quick = self._unit_key(kind, index, blocks, entries, kinds, True)
+                if jitcache.stored_meta(self.cache, quick) is None:
+                    keys.append(ukey)
+                    continue
+                ukey = quick
             unit = jitcache.load_unit(self.cache, ukey) if self._setup_runtime() else None
             if unit is not None:
                 if unit.meta.get("heap") and self.heap is None:
@@ -795,6 +805,31 @@ class Jit:
                     ask.arrived_at = time.perf_counter() - self.start_time
                     self._landed(ask, found[0], found[1], found[2], found[3], None)
                 # (else the other build failed: asked again if it stays hot)
+            for full, obj in list(self.upgrading.items()):
+                if jitcache.stored_meta(self.cache, full) is not None:
+                    del self.upgrading[full]
+                    self._upgrade(obj, full)
+
+    def _upgrade(self, obj, ukey):
+        """The full build `ukey` of the unit a LoopRegion or NativeCall runs quick
+        (`jitcache.QUICK`) is in the cache: later entries and calls run it.  A
+        region running its quick code now leaves at its next back edge (told by the
+        slot after its entry slot) and is entered again there, in the full code.
+        The quick unit stays loaded: a call into it may be under way."""
+        from . import jitcache
+        if obj.address is None or obj.unit is None:
+            return                      # (dropped: interpreted)
+        unit = jitcache.load_unit(self.cache, ukey)
+        if unit is None:
+            return
+        meta, quick = unit.meta, obj.unit.meta
+        if any(meta.get(k) != quick.get(k) for k in ("slots", "lids", "types", "result")):
+            return                      # (never: both are lowered alike)
+        obj.quick_unit, obj.unit, obj.unit_key = obj.unit, unit, ukey
+        obj.address = unit.address
+        obj.upgraded_at = time.perf_counter() - self.start_time
+        if isinstance(obj, LoopRegion):
+            obj.buffers[0][obj.slots.size + 1] = 1
 
     def _landed(self, ask, unit, ukey, blocks, entries, error):
         what = ask.what
@@ -1041,12 +1076,16 @@ class Jit:
 
     def _load_unit(self, kind, index, blocks, entries, kinds=None):
         """(unit, key): a unit from the cache, loaded without LLVM, if there is one this
-        run can use (one that touches memory needs the shared heap)."""
+        run can use (one that touches memory needs the shared heap): its full
+        build, else its quick one (`jitcache.QUICK`)."""
         if self.cache is None or not self._setup_runtime():
             return None, None
         from . import jitcache
         ukey = self._unit_key(kind, index, blocks, entries, kinds)
         unit = jitcache.load_unit(self.cache, ukey)
+        if unit is None:
+            ukey = self._unit_key(kind, index, blocks, entries, kinds, True)
+            unit = jitcache.load_unit(self.cache, ukey)
         if unit is None or (unit.meta.get("heap") and self.heap is None):
             return None, None
         self.cache_hits += 1
@@ -1061,6 +1100,8 @@ class Jit:
         region.instrs = meta["instrs"]
         region.assumed = meta.get("assumed", {})
         self._marshal_functions(region)
+        if meta.get("full"):
+            self.upgrading[meta["full"]] = region
 
     @staticmethod
     def _kind_tests(region):
@@ -1077,6 +1118,8 @@ class Jit:
         native.unit = unit
         native.types, native.result = list(meta["types"]), meta["result"]
         self._call_buffers(native)
+        if meta.get("full"):
+            self.upgrading[meta["full"]] = native
 
     def _store_profile(self):
         """What this run learned, for the next: every unit it compiled or used,
@@ -1198,8 +1241,8 @@ class Jit:
             self._server()
         if self.server is not None:
             for what in todo:
-                if isinstance(what, tuple):
-                    self._ask_exit_code(self.server, what[0])
+                self._ask_exit_code(self.server, *((what[0], True) if isinstance(what, tuple)
+                                                   else (what, False)))
             self.server.finish(todo, wait=mode == "wait", exe=exe,
                                profile=self._exe_profile(profile) if exe is not None else None)
         if mode == "wait" and self.cache is not None:
@@ -1215,16 +1258,21 @@ class Jit:
         self.began = 0.0            # (long enough: the caller counted its instructions)
         self._precompile(None)
 
-    def _ask_exit_code(self, server, index):
-        """Have the server generate, for the next run, the Python code this run goes
-        on in when a region of function `index` hands back (its jitx variant, as
-        this run would generate it), once per function."""
-        if index in self.exit_code_asked:
-            return
-        self.exit_code_asked.add(index)
-        key = self.compiled.variant_key(index, "jitx")
-        if key is not None:
-            server.exit_code(index, key, self.compiled.native_heap)
+    def _ask_exit_code(self, server, index, region):
+        """Have the server generate, for the next run, the Python code of function
+        `index` (whose unit is asked for) that run needs and this one may not have
+        made, as this run would generate it, once: its jit variant (a function a
+        profile names is promoted at its first call; one this run entered by
+        on-stack replacement has none: 17-29 ms of a rerun of mat-mul or sum-check)
+        and, for a `region`, its jitx variant (where the interpreter goes on when
+        the region hands back)."""
+        for variant in ("jit", "jitx") if region else ("jit",):
+            if (index, variant) in self.exit_code_asked:
+                continue
+            self.exit_code_asked.add((index, variant))
+            key = self.compiled.variant_key(index, variant)
+            if key is not None:
+                server.exit_code(index, key, self.compiled.native_heap, variant)
 
     def _exe_profile(self, profile=None):
         """The kinds earlier runs (their JIT `profile`, else the one this run read)
@@ -1302,9 +1350,9 @@ class Jit:
         kept in the cache: each stands alone)."""
         return set() if self.cache is not None else self.native_functions
 
-    def _unit_key(self, kind, index, blocks, entries, kinds=None):
+    def _unit_key(self, kind, index, blocks, entries, kinds=None, quick=False):
         """The cache key of a unit of this run's (`jitcache.RunKeys`)."""
-        return self._run_keys().key(kind, index, blocks, entries, kinds)
+        return self._run_keys().key(kind, index, blocks, entries, kinds, quick)
 
     def _run_keys(self):
         if self.run_keys is None:
@@ -1461,10 +1509,10 @@ class Jit:
         exec(code, env)
         region.enter_fn, region.leave_fn = env["_in"], env["_out"]
         self._kind_tests(region)
-        # slots, then the block to start at
+        # slots, then the block to start at, then a quick unit's "leave" (`_upgrade`)
         from ..native_runtime.ffi import c_double, c_int64
-        S = (c_int64 * (slots.size + 1))()
-        D = (c_double * (slots.size + 1)).from_buffer(S)
+        S = (c_int64 * (slots.size + 2))()
+        D = (c_double * (slots.size + 2)).from_buffer(S)
         region.buffers = (S, D)
 
     # --- the report ----------------------------------------------------------------------
@@ -1563,6 +1611,7 @@ def _unit_report(obj):
             "from_cache": obj.compile_seconds == 0 and obj.unit is not None,
             "compile_seconds": round(obj.compile_seconds, 4),
             "native_instructions": obj.native_instrs,
+            "upgraded_at": None if obj.upgraded_at is None else round(obj.upgraded_at, 4),
             "dropped": obj.dropped, "error": obj.error}
 
 
@@ -1582,6 +1631,9 @@ def _when(unit, total):
         # (a reply that brought no unit -- the build failed -- is no native code)
         parts.append(("native from" if unit.get("compiled") else "answered at")
                      + f" {unit['arrived_at']:.3f} s")
+    if unit.get("upgraded_at") is not None:
+        # (it came as its quick build: `jitcache.QUICK`)
+        parts.append(f"fully optimised from {unit['upgraded_at']:.3f} s")
     if total and unit.get("native_instructions"):
         parts.append(f"{100 * unit['native_instructions'] / total:.0f}% of the run's "
                      "instructions")

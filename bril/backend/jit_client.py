@@ -137,19 +137,20 @@ class CompileServer:
             self.broken = True
             return False
 
-    def request(self, what, candidates, kinds=None):
-        """Ask for a unit (see `bril.backend.jit_server`); its request id, or None."""
+    def request(self, what, candidates, kinds=None, quick=False):
+        """Ask for a unit (see `bril.backend.jit_server`; `quick`: its quick build
+        first); its request id, or None."""
         if not self.started or self.broken:
             return None
         rid = self.next_rid
         self.next_rid += 1
-        return rid if self._send(("build", rid, what, candidates, kinds)) else None
+        return rid if self._send(("build", rid, what, candidates, kinds, quick)) else None
 
-    def exit_code(self, index, key, native_heap):
-        """Ask for function `index`'s jitx variant in the code cache under `key`, for the
+    def exit_code(self, index, key, native_heap, variant="jitx"):
+        """Ask for function `index`'s `variant` in the code cache under `key`, for the
         next run (see `bril.backend.jit_server`)."""
         if self.started and not self.broken:
-            self._send(("exitcode", index, key, native_heap))
+            self._send(("exitcode", index, key, native_heap, variant))
 
     def whole(self, exe, profile=None):
         """Ask for the program compiled whole under the key `exe` (for the kinds of

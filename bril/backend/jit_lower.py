@@ -63,7 +63,7 @@ class RegionLowering(FunctionLowering):
     the slot array, only the region's blocks are lowered, and an edge out of the
     region is an exit."""
 
-    def __init__(self, info, program, region, name, constants=None, kinds=None):
+    def __init__(self, info, program, region, name, constants=None, kinds=None, quick=False):
         self.info = info
         self.program = program
         self.rt = program.rt
@@ -91,6 +91,8 @@ class RegionLowering(FunctionLowering):
         self.kinds = kinds              # (see `assumed`)
         self.assumed_at = {}            # header -> {variable: kind}, set by `lower`
         self.kind_checks = {}           # (header, target block name) -> its check block
+        self.quick = quick              # (see `tier_check`)
+        self.entry_set = set()
 
     def assumed(self, parents):
         """{header: {variable: kind}}: of the kinds `any` values hold at loop headers
@@ -166,6 +168,7 @@ class RegionLowering(FunctionLowering):
         self.depth = bld.load(self.rt.glob("brt_depth"), typ=I64)
         self.llvm_blocks = {bi: self.fn.append_basic_block(f"b{bi}") for bi in sorted(self.region)}
         self.assumed_at = self.assumed(parents or {})
+        self.entry_set = set(entries)
         starts = self.entry_dispatch(entries, parents or {})
         for e in entries:
             if e in self.assumed_at:
@@ -291,6 +294,25 @@ class RegionLowering(FunctionLowering):
             bld.position_at_end(here)
         return blk
 
+    def tier_check(self, h, dest):
+        """Quick code (`bril.backend.jitcache.QUICK`): a block on an edge into entry
+        `h` that leaves the region at `h` once the slot after the entry slot is set
+        -- the run has the unit's full build, which the interpreter enters there
+        (`bril.backend.jit.Jit._upgrade`); an atomic read, which no pass moves out
+        of the loop."""
+        key = ("tier", h, dest.name)
+        blk = self.kind_checks.get(key)
+        if blk is None:
+            bld = self.b
+            here = bld.block
+            name = f"tc{h}.{len(self.kind_checks)}"
+            blk = self.kind_checks[key] = self.fn.append_basic_block(name)
+            bld.position_at_end(blk)
+            flag = bld.load_atomic(self.slot_ptr(self.layout.size + 1), "monotonic", 8, typ=I64)
+            bld.cbranch(bld.icmp_unsigned("==", flag, const_int(0)), dest, self.exit_block(h))
+            bld.position_at_end(here)
+        return blk
+
     def target(self, t):
         if isinstance(t, int) and t not in self.region:
             return self.exit_block(t)
@@ -299,7 +321,9 @@ class RegionLowering(FunctionLowering):
                 dest = self.copies[self.copy][t]
             else:
                 dest = self.dispatch.get(t) or self.llvm_blocks[t]
-            return self.kind_check(t, dest) if t in self.assumed_at else dest
+            if t in self.assumed_at:
+                dest = self.kind_check(t, dest)
+            return self.tier_check(t, dest) if self.quick and t in self.entry_set else dest
         return super().target(t)        # a missing label: its error
 
     def exit_block(self, t):
@@ -417,17 +441,19 @@ def _entry_copies(info, region, leaves):
 
 
 def lower_region(linked, index, region, entries, name, prefix="jit", compiled_functions=(),
-                 parents=None, constants=None, kinds=None):
+                 parents=None, constants=None, kinds=None, quick=False):
     """A module holding the region of function `index` as `name` (and every function
     it calls); returns (module, Slots, indices of the functions defined, indices
     of the functions used from earlier modules, {header: {variable: kind}} its
     entries must find: `RegionLowering.assumed`).  Raises `Unsupported` for what
     native code does not handle.  `parents`: see `RegionLowering.entry_dispatch`;
     `constants`: {variable: int} read as those values; `kinds`: the kinds `any`
-    variables hold at loop headers (`bril.backend.jitcache.region_kinds`)."""
+    variables hold at loop headers (`bril.backend.jitcache.region_kinds`); `quick`:
+    the region's quick build, which leaves at an entry when told to
+    (`RegionLowering.tier_check`)."""
     program = RegionProgram(linked, name, prefix, compiled_functions)
     info = program.info(index)
-    lowering = RegionLowering(info, program, region, name, constants, kinds)
+    lowering = RegionLowering(info, program, region, name, constants, kinds, quick)
     layout = lowering.lower(entries, parents)
     defined = program.lower_called()
     return (program.module, layout, defined, program.called & set(compiled_functions),

@@ -19,6 +19,10 @@ MAX_CHARGE = 20 * SAMPLE_INTERVAL
 # (`bril.backend.jit_deferred`): nothing can be asked for before, and a run over by
 # then -- most Bril runs -- is spared its imports, its sampler and its after-run work.
 EARLY_HOT = 3 * SAMPLE_INTERVAL
+# What the compile server builds for a run is built quick first (LLVM's light
+# pipeline: a third to a half of the time of -O2), then at the full level, which
+# the run swaps in when it lands (`bril.backend.jitcache.QUICK`).
+QUICK_UNITS = True
 # A cold run compiles a loop or function only once it has run interpreted for
 # this many times the predicted cost: at worst 1/PAY_BACK slower than without.
 PAY_BACK = 12

@@ -31,19 +31,22 @@ Messages are a 4-byte length and a marshalled tuple each way:
     ("args", main_args)               the run's @main arguments ({name: value}): a
                                       region of @main takes those its loops compute
                                       with as constants (`main_constants`)
-    ("build", rid, what, candidates, kinds)  a region (what = (index, header);
+    ("build", rid, what, candidates, kinds, quick)  a region (what = (index, header);
                                       candidates: [(blocks, entries)], widest first,
                                       the first that lowers is built; kinds: {header:
                                       {variable: kind}} its `any` variables are
                                       assumed to hold, or None) or a whole function
-                                      (what = index; candidates None)
+                                      (what = index; candidates None); quick: built
+                                      quick first (`bril.backend.jitcache.QUICK`),
+                                      at the full level once nothing else is asked
     ("exe", exe, profile)             build the program whole under the key `exe`
                                       when nothing else is asked (a run hot enough to
                                       ask for a unit: the next run is likely soon),
                                       for the kinds of the type profile `profile`
-    ("exitcode", index, key, heap)    generate function `index`'s jitx variant (where
-                                      the interpreter goes on when its native code
-                                      hands back) into the code cache under `key`,
+    ("exitcode", index, key, heap, variant)  generate function `index`'s `variant`
+                                      (jitx: where the interpreter goes on when its
+                                      native code hands back; jit: what the next run
+                                      promotes it to) into the code cache under `key`,
                                       for the next run, once nothing else is asked --
                                       after the run, before its builds (`heap`: the
                                       run's heap is the native one)
@@ -76,6 +79,7 @@ class Server:
         self.failed = []            # whats nothing could be built for
         self.held = {}              # unit key -> lock fd, for units asked and not built yet
         self.main_args = {}         # the session's run's @main arguments (its "args")
+        self.upgrades = {}          # what -> (candidates, kinds): built quick only, for now
         self.run_keys = None        # (`_run_keys`, for them)
 
     def load_program(self):
@@ -97,10 +101,11 @@ class Server:
         self.generators = {False: self.compiled}
         return True
 
-    def generate_exit_code(self, index, key, native_heap):
-        """The Python code a run goes on in when native code of function `index` hands
-        back (its `jitx` variant, under the key the run gave), into the code cache
-        for the next run (`CompiledProgram.generate_into_cache`)."""
+    def generate_exit_code(self, index, key, native_heap, variant="jitx"):
+        """Python code of function `index` the next run needs (its `variant`, under the
+        key the run gave: jitx, where a run goes on when native code hands back;
+        jit, what a run promotes the function to), into the code cache
+        (`CompiledProgram.generate_into_cache`)."""
         if not self.load_program():
             return
         generator = self.generators.get(native_heap)
@@ -108,12 +113,12 @@ class Server:
             from ..interpreter.interp import CompiledProgram
             generator = self.generators[native_heap] = CompiledProgram.generator(
                 self.linked, self.cache, native_heap)
-        generator.generate_into_cache(index, "jitx", key)
+        generator.generate_into_cache(index, variant, key)
 
-    def build(self, what, candidates, kinds=None):
+    def build(self, what, candidates, kinds=None, quick=False):
         """(unit key, blocks, entries) of what was built for `what` (a region's first
-        candidate that lowers, assuming `kinds`, or a whole function); raises
-        BrilError if none."""
+        candidate that lowers, assuming `kinds`, or a whole function; `quick`: its
+        quick build, the full one to follow, `upgrade`); raises BrilError if none."""
         from . import jitcache
         if isinstance(what, tuple):
             index, _ = what
@@ -123,11 +128,13 @@ class Server:
                 candidates = select_region(fc, what[1])
             error = None
             for blocks, entries in candidates:
-                ukey = self._unit_key(what, blocks, entries, kinds)
-                try:
-                    self._keep(ukey, lambda: jitcache.lower_region_unit(
+                def lower():
+                    return jitcache.lower_region_unit(
                         self.linked, fc, blocks, entries, "bril.unit",
-                        constants=self._run_keys().constants(index), kinds=kinds)[:2])
+                        constants=self._run_keys().constants(index), kinds=kinds,
+                        quick=quick)[:2]
+                try:
+                    ukey = self._keep_unit(what, blocks, entries, kinds, quick, lower)
                 except BrilError as e:
                     error = e
                     continue
@@ -138,10 +145,44 @@ class Server:
                 self._marshal_code(ukey, what)
                 return ukey, sorted(blocks), sorted(entries)
             raise error or BrilError("no region")
-        ukey = self._unit_key(what, None, None)
-        self._keep(ukey, lambda: jitcache.lower_call_unit(self.linked, what, "bril.unit")[:2])
+        ukey = self._keep_unit(what, None, None, None, quick,
+                               lambda: jitcache.lower_call_unit(self.linked, what, "bril.unit")[:2])
         self.built[what] = {}
         return ukey, None, None
+
+    def _keep_unit(self, what, blocks, entries, kinds, quick, lower):
+        """The key of `what`'s unit, kept in the cache (`lower()`: its module and
+        meta).  A quick one's meta names its full build's key, which the run using
+        it waits for (`bril.backend.jit.Jit._upgrade`), built once nothing else is
+        asked (`upgrade`)."""
+        ukey = self._unit_key(what, blocks, entries, kinds, quick)
+        full = self._unit_key(what, blocks, entries, kinds)
+
+        def named():
+            module, meta = lower()
+            if quick:
+                meta["full"] = full
+            return module, meta
+        self._keep(ukey, named, quick)
+        if quick:
+            self.upgrades[what] = (None if blocks is None else [(blocks, entries)], kinds)
+        else:
+            self.upgrades.pop(what, None)
+        return ukey
+
+    def upgrade(self, every=False):
+        """The full build of the unit built quick last (`every`: of each), for the
+        run, which swaps it in when it lands in the cache, and for later runs; a
+        failure leaves the quick one."""
+        while self.upgrades:
+            what = next(reversed(self.upgrades))
+            candidates, kinds = self.upgrades.pop(what)
+            try:
+                self.build(what, candidates, kinds)
+            except Exception:
+                pass
+            if not every:
+                return
 
     def set_main_args(self, main_args):
         if main_args != self.main_args:
@@ -154,12 +195,12 @@ class Server:
             self.run_keys = RunKeys(self.linked, self.level, self.main_args)
         return self.run_keys
 
-    def _unit_key(self, what, blocks, entries, kinds=None):
+    def _unit_key(self, what, blocks, entries, kinds=None, quick=False):
         """The key of the unit of `what` (a region's (index, header), or a function's
-        index) from blocks, entries and kinds."""
+        index) from blocks, entries and kinds (`quick`: its quick build's)."""
         if isinstance(what, tuple):
-            return self._run_keys().key("region", what[0], blocks, entries, kinds)
-        return self._run_keys().key("call", what, None, None)
+            return self._run_keys().key("region", what[0], blocks, entries, kinds, quick)
+        return self._run_keys().key("call", what, None, None, quick=quick)
 
     def _marshal_code(self, ukey, what):
         """The region's marshalling functions into the code cache, as the run entering
@@ -174,7 +215,7 @@ class Server:
         except Exception:           # (the run compiles them, as without a server)
             pass
 
-    def hold(self, what, candidates, kinds=None):
+    def hold(self, what, candidates, kinds=None, quick=False):
         """Take the build lock of the unit `what` will most likely be as soon as it is
         asked for (not only when its turn comes): a run that wants the same unit
         then waits for this build instead of asking its own server for it."""
@@ -185,9 +226,9 @@ class Server:
             if not candidates:
                 return
             blocks, entries = candidates[0]
-            ukey = self._unit_key(what, blocks, entries, kinds)
+            ukey = self._unit_key(what, blocks, entries, kinds, quick)
         else:
-            ukey = self._unit_key(what, None, None)
+            ukey = self._unit_key(what, None, None, quick=quick)
         if ukey in self.held:
             return
         import fcntl
@@ -214,11 +255,12 @@ class Server:
         for ukey in list(self.held):
             self.release(ukey)
 
-    def _keep(self, ukey, lower):
-        """The unit `ukey` in the cache: there already, or lowered and built now."""
+    def _keep(self, ukey, lower, quick=False):
+        """The unit `ukey` in the cache: there already, or lowered and built now
+        (`quick`: built light)."""
         if ukey in self.held:
             try:
-                self._build_unit(ukey, lower)
+                self._build_unit(ukey, lower, quick)
             finally:
                 self.release(ukey)
             return
@@ -229,14 +271,14 @@ class Server:
         while self.held and being_built(self.cache, ukey) and time.monotonic() < deadline:
             time.sleep(0.02)
         with building(self.cache, ukey, wait=not self.held):
-            self._build_unit(ukey, lower)
+            self._build_unit(ukey, lower, quick)
 
-    def _build_unit(self, ukey, lower):
+    def _build_unit(self, ukey, lower, quick=False):
         from . import jitcache
         if jitcache.stored_meta(self.cache, ukey) is not None:
             return
         module, meta = lower()
-        if not jitcache.keep_unit(self.cache, ukey, module, meta, self.level):
+        if not jitcache.keep_unit(self.cache, ukey, module, meta, self.level, quick):
             raise BrilError("the compiled code could not be kept in the code cache")
 
     def build_executable(self, key, profile=None):
@@ -321,11 +363,14 @@ class Server:
     def _needs_heap(self):
         from . import jitcache
         for what, spec in self.built.items():
-            ukey = self._unit_key(what, spec.get("blocks"), spec.get("entries"),
-                                  spec.get("kinds"))
-            meta = jitcache.stored_meta(self.cache, ukey)
-            if meta is not None and meta.get("heap"):
-                return True
+            for quick in (False, True):     # (a full build that failed: the quick one)
+                ukey = self._unit_key(what, spec.get("blocks"), spec.get("entries"),
+                                      spec.get("kinds"), quick)
+                meta = jitcache.stored_meta(self.cache, ukey)
+                if meta is not None:
+                    if meta.get("heap"):
+                        return True
+                    break
         return False
 
 
@@ -359,6 +404,12 @@ def _session(servers, cache, level, reader, write, key, program, after=None):
     while True:
         # Everything already sent is queued, and its units locked as being built.
         while not queue or reader.pending():
+            if not queue and key is not None and not reader.pending() \
+                    and _server_for(servers, cache, key, program, level).upgrades:
+                # (nothing asked: the full build of what was built quick, which the
+                # run swaps in)
+                _server_for(servers, cache, key, program, level).upgrade()
+                continue
             if not queue and exit_code and key is not None and not reader.pending():
                 _generate_exit_code(servers, cache, key, program, level, exit_code)
                 continue
@@ -391,7 +442,7 @@ def _session(servers, cache, level, reader, write, key, program, after=None):
                 if message[0] == "build":
                     try:
                         _server_for(servers, cache, key, program, level, main_args).hold(
-                            *message[2:5])
+                            *message[2:6])
                     except Exception:
                         pass
         if not queue:
@@ -404,14 +455,14 @@ def _session(servers, cache, level, reader, write, key, program, after=None):
                 exe = None if message[3] is None else \
                     (message[3], message[4] if len(message) > 4 else None)
             break
-        _, rid, what, candidates, *kinds = message
-        kinds = kinds[0] if kinds else None
+        _, rid, what, candidates, *rest = message
+        kinds, quick = (rest + [None, False])[:2]
         t0 = time.perf_counter()
         server = _server_for(servers, cache, key, program, level, main_args)
         try:
             if not server.load_program():
                 raise BrilError("the program is not in the code cache")
-            ukey, blocks, entries = server.build(what, candidates, kinds)
+            ukey, blocks, entries = server.build(what, candidates, kinds, quick)
             reply(("built", rid, ukey, time.perf_counter() - t0, blocks, entries, None))
         except Exception as e:          # (LLVM's own errors too: interpret it)
             server.failed.append(what)
@@ -429,6 +480,7 @@ def _session(servers, cache, level, reader, write, key, program, after=None):
             # and generated that code itself (10-30 ms of its own) when it came
             # after the builds below.
             _generate_exit_code(servers, cache, key, program, level, exit_code)
+            server.upgrade(every=True)
             if exe is not None:
                 try:
                     server.build_executable(*exe)
@@ -463,12 +515,13 @@ def next_message(queue):
 
 
 def _generate_exit_code(servers, cache, key, program, level, messages):
-    """Serve the ("exitcode", index, key, native_heap) messages (emptying the list)."""
+    """Serve the ("exitcode", index, key, native_heap, variant) messages (emptying the
+    list)."""
     server = _server_for(servers, cache, key, program, level)
     while messages:
-        index, code_key, native_heap = messages.pop(0)
+        index, code_key, native_heap, *variant = messages.pop(0)
         try:
-            server.generate_exit_code(index, code_key, native_heap)
+            server.generate_exit_code(index, code_key, native_heap, *variant)
         except Exception:           # (the run generates it, as without a server)
             pass
 

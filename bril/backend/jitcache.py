@@ -19,6 +19,16 @@ A *profile* (`bril.backend.jitprofile`) says which of them a program used.
 import marshal
 
 from ..native_runtime import resume
+
+# QUICK units.  What a run asks its compile server for while it goes on is built
+# twice: first quick -- LLVM's light pipeline, then its code generator as at -O2:
+# a third to a half of -O2's time (mat-mul compiled whole: 46 ms against 137),
+# code within 2x of -O2's (which may fold a loop away) -- under a key of its own
+# (`unit_key`), then, once the server has nothing else to do, at the full level.
+# The run swaps the full build in when it lands (`bril.backend.jit.Jit._upgrade`),
+# a quick region leaving at its next back edge for it
+# (`bril.backend.jit_lower.RegionLowering.tier_check`); a later run takes the full
+# build, else the quick one.
 from ..cache.codecache import hasher
 from .jitprofile import FORMAT
 
@@ -43,14 +53,15 @@ def kinds_data(kinds):
     return [[h, [list(p) for p in vs]] for h, vs in kinds]
 
 
-def unit_key(linked, kind, index, blocks, entries, level, constants=None, kinds=None):
+def unit_key(linked, kind, index, blocks, entries, level, constants=None, kinds=None,
+             quick=False):
     """The key of a unit: `kind` 'region' (blocks, entries: block indices) or 'call';
     `constants`: the variables its code takes as constants (a region of @main:
     `bril.analysis.invariants.main_constants`), which a unit of other values is not;
     `kinds`: the kinds its `any` variables are assumed to hold at its loop headers
-    (`region_kinds`)."""
+    (`region_kinds`); `quick`: the unit's quick build (see `QUICK`)."""
     from ..native_runtime.nativert import native_digest
-    h = hasher(FORMAT + native_digest(level))
+    h = hasher(FORMAT + native_digest(level) + (b"quick" if quick else b""))
     h.update(repr((kind, index, sorted(blocks or ()), sorted(entries or ()))).encode())
     if constants:
         h.update(repr(sorted(constants.items())).encode())
@@ -81,12 +92,12 @@ class RunKeys:
             self._main_constants = main_constants(self.linked, self.main_args)
         return self._main_constants
 
-    def key(self, kind, index, blocks, entries, kinds=None):
+    def key(self, kind, index, blocks, entries, kinds=None, quick=False):
         """The key of a unit: `kind` 'region' (blocks, entries; `kinds`: see
-        `region_kinds`) or 'call'."""
+        `region_kinds`) or 'call'; `quick`: its quick build."""
         return unit_key(self.linked, kind, index, blocks, entries, self.level,
                         self.constants(index) if kind == "region" else None,
-                        region_kinds(kinds, entries) if kind == "region" else None)
+                        region_kinds(kinds, entries) if kind == "region" else None, quick)
 
 
 def tried_here(profile, level):
@@ -171,16 +182,17 @@ class NeedsHeap(Exception):
 
 
 def lower_region_unit(linked, fc, blocks, entries, name, prefix="u", shared=(), heap=True,
-                      constants=None, kinds=None):
+                      constants=None, kinds=None, quick=False):
     """(module, meta, defined, used, slots) of a loop region of `fc` (a FunctionCode):
     the lowered module and what using it needs (see the module docstring).
     `constants`: {variable: int} the region reads as those values; `kinds`: the
-    kinds its `any` variables hold at its headers (see `unit_key`)."""
+    kinds its `any` variables hold at its headers (see `unit_key`); `quick`: its
+    quick build (`QUICK`)."""
     from .jit_lower import lower_region
     module, slots, defined, used, assumed = lower_region(
         linked, fc.index, blocks, sorted(entries), name, prefix=prefix,
         compiled_functions=shared, parents=loop_parents(fc, blocks), constants=constants,
-        kinds=region_kinds(kinds, entries))
+        kinds=region_kinds(kinds, entries), quick=quick)
     allocates = linked.allocates()
     needs_heap = any(resume.needs_heap(t, allocates) for t in slots.types.values())
     if needs_heap and not heap:
@@ -219,11 +231,12 @@ def lower_call_unit(linked, index, name, prefix="u", shared=(), heap=True):
     return module, meta, defined, used
 
 
-def keep_unit(cache, key, module, meta, level):
+def keep_unit(cache, key, module, meta, level, quick=False):
     """Compile a lowered unit to a shared object into the cache (not loaded here:
-    the compile server's); False if it could not be kept."""
+    the compile server's; `quick`: built light, see `QUICK`); False if it could not
+    be kept."""
     from .native import build_shared_object
-    so = build_shared_object(module, level)
+    so = build_shared_object(module, level, quick=quick)
     return cache.put("unit", key, so) and cache.put_marshalled("unitdata", key, meta)
 
 
