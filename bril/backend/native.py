@@ -365,7 +365,10 @@ def build_shared_object(module, level=2, quick=False):
         ld, linked = _unit_linker(), False
         if ld is not None:
             try:
-                run_tool([ld, "-shared", "-Bsymbolic", "-o", out, obj.name, "-lm"], "linking")
+                # (no -lm: a unit calls no libm function, and the run-time library,
+                # loaded globally, links it; reading libm's linker script was 5-7 ms
+                # of the 11 ms link, on a first run's path)
+                run_tool([ld, "-shared", "-Bsymbolic", "-o", out, obj.name], "linking")
                 linked = True
             except BrilError:
                 pass                # (the C compiler's driver may know better)
