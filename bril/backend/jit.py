@@ -133,7 +133,8 @@ class NativeCall:
         self.dropped = None
         self.light = False              # (dropped: too little work per call)
         self.error = None
-        self.upgraded_at = None         # (a quick unit's full build swapped in then)
+        self.upgraded_at = None         # (a quick unit's full build swapped in then,
+        self.quick_unit = None          # the quick unit, kept loaded)
 
 
 class LoopRegion:
@@ -169,7 +170,8 @@ class LoopRegion:
         self.kinds = None
         self.assumed = {}
         self.kind_tests = {}
-        self.upgraded_at = None         # (a quick unit's full build swapped in then)
+        self.upgraded_at = None         # (a quick unit's full build swapped in then,
+        self.quick_unit = None          # the quick unit, kept loaded)
 
 
 _ENGINES = {}
@@ -650,7 +652,7 @@ class Jit:
         ask.keys = {self._unit_key(kind, index, blocks, entries, kinds, quick)
                     for blocks, entries in (candidates or [(None, None)])}
         self.asked[rid] = self.asking[what] = ask
-        self._ask_exit_code(server, *((what[0], True) if isinstance(what, tuple) else (what, False)))
+        self._ask_exit_code(server, index, kind == "region")
         if not self.exe_asked:
             # (a run hot enough to ask: the server compiles the program whole when it
             # has nothing else to do, so that a run right after this one is it)
@@ -680,7 +682,7 @@ class Jit:
                 # when it lands, `_upgrade`)
                 quick = self._unit_key(kind, index, blocks, entries, kinds, True)
                 if jitcache.stored_meta(self.cache, quick) is None:
-                    keys.append(ukey)
+                    keys += [ukey, quick]       # (a server may be building either)
                     continue
                 ukey = quick
             unit = jitcache.load_unit(self.cache, ukey) if self._setup_runtime() else None
@@ -1241,8 +1243,8 @@ class Jit:
             self._server()
         if self.server is not None:
             for what in todo:
-                self._ask_exit_code(self.server, *((what[0], True) if isinstance(what, tuple)
-                                                   else (what, False)))
+                region = isinstance(what, tuple)
+                self._ask_exit_code(self.server, what[0] if region else what, region)
             self.server.finish(todo, wait=mode == "wait", exe=exe,
                                profile=self._exe_profile(profile) if exe is not None else None)
         if mode == "wait" and self.cache is not None:
