@@ -19,6 +19,8 @@ A *profile* (`bril.backend.jitprofile`) says which of them a program used.
 import marshal
 
 from ..native_runtime import resume
+from ..cache.codecache import hasher
+from .jitprofile import FORMAT
 
 # QUICK units.  What a run asks its compile server for while it goes on is built
 # twice: first quick -- LLVM's light pipeline, then its code generator as at -O2:
@@ -29,8 +31,6 @@ from ..native_runtime import resume
 # a quick region leaving at its next back edge for it
 # (`bril.backend.jit_lower.RegionLowering.tier_check`); a later run takes the full
 # build, else the quick one.
-from ..cache.codecache import hasher
-from .jitprofile import FORMAT
 
 
 def region_kinds(kinds, entries):
@@ -233,8 +233,8 @@ def lower_call_unit(linked, index, name, prefix="u", shared=(), heap=True):
 
 def keep_unit(cache, key, module, meta, level, quick=False):
     """Compile a lowered unit to a shared object into the cache (not loaded here:
-    the compile server's; `quick`: built light, see `QUICK`); False if it could not
-    be kept."""
+    the compile server's; `quick`: its quick build, see `QUICK`); False if it could
+    not be kept."""
     from .native import build_shared_object
     so = build_shared_object(module, level, quick=quick)
     return cache.put("unit", key, so) and cache.put_marshalled("unitdata", key, meta)
