@@ -872,7 +872,7 @@ def test_region_entries_inside_other_loops_go_in_through_their_headers():
     outer = inner.parent.parent
     blocks, entries = select_region(fc, inner.header)[0]
     assert {inner.header, inner.parent.header, outer.header} <= set(entries)
-    module, *_ = jitcache.lower_region_unit(compiled.linked, fc, blocks, entries, "r")
+    module, *_ = jitcache.lower_region_unit(compiled.linked, main, fc, blocks, entries, "r")
     fn = module.get_global("r")
     switch = fn.blocks[0].instructions[-1]
     assert switch.opname == "switch"
@@ -901,7 +901,7 @@ def test_a_traces_inner_loop_is_entered_through_a_copy_of_it():
     h = loops[0].header
     blocks, entries = select_region(fc, h)[0]
     assert h in entries
-    module, *_ = jitcache.lower_region_unit(compiled.linked, fc, blocks, entries, "r")
+    module, *_ = jitcache.lower_region_unit(compiled.linked, main, fc, blocks, entries, "r")
     names = {blk.name for blk in module.get_global("r").blocks}
     assert f"c{h}.b{h}" in names
     for hot in (2, 3, 7, 60):

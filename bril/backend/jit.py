@@ -1479,7 +1479,7 @@ class Jit:
         t0 = time.perf_counter()
         try:
             module, meta, defined, used, slots = jitcache.lower_region_unit(
-                self.compiled.linked, fc, region.blocks, region.entry_blocks, name,
+                self.compiled.linked, fc.index, fc, region.blocks, region.entry_blocks, name,
                 prefix=self.prefix, shared=self._shared_functions(),
                 heap=self.heap is not None, constants=self._run_keys().constants(fc.index),
                 kinds=region.kinds)

@@ -122,15 +122,17 @@ class Server:
         from . import jitcache
         if isinstance(what, tuple):
             index, _ = what
-            fc = self.compiled.function_code(index)
+            # (the function's blocks and loops alone: its generated code's analysis,
+            # which lowering does not use, took 10-25 ms of a first unit's build)
+            shape = self.compiled.function_shape(index)
             if candidates is None:
                 from .regions import select_region
-                candidates = select_region(fc, what[1])
+                candidates = select_region(shape, what[1])
             error = None
             for blocks, entries in candidates:
                 def lower():
                     return jitcache.lower_region_unit(
-                        self.linked, fc, blocks, entries, "bril.unit",
+                        self.linked, index, shape, blocks, entries, "bril.unit",
                         constants=self._run_keys().constants(index), kinds=kinds,
                         quick=quick)[:2]
                 try:

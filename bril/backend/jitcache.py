@@ -181,35 +181,37 @@ class NeedsHeap(Exception):
     """The unit touches memory, and the interpreter's heap is not the shared one."""
 
 
-def lower_region_unit(linked, fc, blocks, entries, name, prefix="u", shared=(), heap=True,
-                      constants=None, kinds=None, quick=False):
-    """(module, meta, defined, used, slots) of a loop region of `fc` (a FunctionCode):
-    the lowered module and what using it needs (see the module docstring).
+def lower_region_unit(linked, index, shape, blocks, entries, name, prefix="u", shared=(),
+                      heap=True, constants=None, kinds=None, quick=False):
+    """(module, meta, defined, used, slots) of a loop region of function `index`, whose
+    blocks and loops `shape` holds (its `bril.analysis.layout.FunctionShape`, or the
+    FunctionCode built on it: lowering analyses the function itself): the lowered
+    module and what using it needs (see the module docstring).
     `constants`: {variable: int} the region reads as those values; `kinds`: the
     kinds its `any` variables hold at its headers (see `unit_key`); `quick`: its
     quick build (`QUICK`)."""
     from .jit_lower import lower_region
     module, slots, defined, used, assumed = lower_region(
-        linked, fc.index, blocks, sorted(entries), name, prefix=prefix,
-        compiled_functions=shared, parents=loop_parents(fc, blocks), constants=constants,
+        linked, index, blocks, sorted(entries), name, prefix=prefix,
+        compiled_functions=shared, parents=loop_parents(shape, blocks), constants=constants,
         kinds=region_kinds(kinds, entries), quick=quick)
     allocates = linked.allocates()
     needs_heap = any(resume.needs_heap(t, allocates) for t in slots.types.values())
     if needs_heap and not heap:
         raise NeedsHeap()
-    lids = {bi: b.lid for bi, b in enumerate(fc.blocks_by_index) if b.lid is not None}
+    lids = {bi: b.lid for bi, b in enumerate(shape.blocks_by_index) if b.lid is not None}
     meta = {"symbol": name, "heap": needs_heap, "slots": slots.as_data(), "lids": lids,
-            "instrs": sum(fc.blocks_by_index[bi].size for bi in blocks),
+            "instrs": sum(shape.blocks_by_index[bi].size for bi in blocks),
             # (the kinds its entries must find: `bril.backend.jit.Jit.enter` tests them)
             "assumed": {h: dict(vs) for h, vs in assumed.items()}}
     return module, meta, defined, used, slots
 
 
-def loop_parents(fc, blocks):
-    """{header of a loop of `fc` in `blocks`: the innermost loop header around it
-    that is in `blocks` too, or None}."""
+def loop_parents(shape, blocks):
+    """{header of a loop of `shape` (a function's FunctionShape or FunctionCode) in
+    `blocks`: the innermost loop header around it that is in `blocks` too, or None}."""
     out = {}
-    for loop in fc.loops:
+    for loop in shape.loops:
         if loop.header in blocks:
             p = loop.parent
             while p is not None and p.header not in blocks:
