@@ -165,7 +165,7 @@ class Server:
             if quick:
                 meta["full"] = full
             return module, meta
-        self._keep(ukey, named, quick)
+        self._keep(ukey, named)
         if quick:
             self.upgrades[what] = (None if blocks is None else [(blocks, entries)], kinds)
         else:
@@ -257,12 +257,11 @@ class Server:
         for ukey in list(self.held):
             self.release(ukey)
 
-    def _keep(self, ukey, lower, quick=False):
-        """The unit `ukey` in the cache: there already, or lowered and built now
-        (`quick`: built light)."""
+    def _keep(self, ukey, lower):
+        """The unit `ukey` in the cache: there already, or lowered and built now."""
         if ukey in self.held:
             try:
-                self._build_unit(ukey, lower, quick)
+                self._build_unit(ukey, lower)
             finally:
                 self.release(ukey)
             return
@@ -273,14 +272,15 @@ class Server:
         while self.held and being_built(self.cache, ukey) and time.monotonic() < deadline:
             time.sleep(0.02)
         with building(self.cache, ukey, wait=not self.held):
-            self._build_unit(ukey, lower, quick)
+            self._build_unit(ukey, lower)
 
-    def _build_unit(self, ukey, lower, quick=False):
+    def _build_unit(self, ukey, lower):
         from . import jitcache
         if jitcache.stored_meta(self.cache, ukey) is not None:
             return
         module, meta = lower()
-        if not jitcache.keep_unit(self.cache, ukey, module, meta, self.level, quick):
+        # (a quick unit's meta names its full build: `_keep_unit`)
+        if not jitcache.keep_unit(self.cache, ukey, module, meta, self.level, "full" in meta):
             raise BrilError("the compiled code could not be kept in the code cache")
 
     def build_executable(self, key, profile=None):
