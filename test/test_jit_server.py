@@ -584,14 +584,30 @@ def test_a_quick_region_told_to_leave_leaves_at_its_loop_header_exactly(tmp_path
     jit.finish()
 
 
-def test_a_later_run_takes_the_quick_build_until_the_full_one_lands(tmp_path):
+def test_a_later_run_takes_the_quick_build_and_has_the_full_one_made(tmp_path):
+    # The server of the run that asked for the unit ended before its full build:
+    # a later run runs the quick one from the cache, asks its own server for the full
+    # one, and swaps it in when it lands.
+    from bril.cache.buildlocks import wait_for_builds
     cache = CodeCache(str(tmp_path))
-    _only_quick_built(cache, LOOP)
+    _, quick_key = _only_quick_built(cache, LOOP)
+    full_key = jitcache.load_unit(cache, quick_key).meta["full"]
     plain = _brili(["--no-jit", "-p", "300000"], LOOP, tmp_path)
     run = _brili(["--jit-report", "-", "-p", "300000"], LOOP, tmp_path,
-                 BRIL_JIT_PRECOMPILE="0")
+                 BRIL_JIT_PRECOMPILE="1")
     assert run.stdout == plain.stdout and run.stderr.endswith(plain.stderr)
-    assert "compiled in 0.000 s" in run.stderr and "fully optimised" not in run.stderr
+    assert "compiled in 0.000 s" in run.stderr
+    wait_for_builds(cache)
+    assert jitcache.stored_meta(cache, full_key) is not None
+    # In a run long enough, the full build replaces the quick one.
+    cache = CodeCache(str(tmp_path / "another"))
+    _only_quick_built(cache, LOOP)
+    jit, compiled, main, fc = _attached(LOOP, cache)
+    region = jit._cached_region(main, fc.loops[0].header)
+    assert region.unit.meta.get("full") and jit.upgrading
+    _wait(lambda: jit._land() or region.upgraded_at is not None)
+    assert "full" not in region.unit.meta and not jit.upgrading
+    jit.finish()
 
 
 def test_a_run_asking_for_a_unit_has_the_server_make_the_variant_the_next_run_promotes_to(

@@ -271,8 +271,10 @@ class Jit:
         self.versions = {}
         self.next_kinds = {}
         # Units running their quick build (`jitcache.QUICK`): the full build's key ->
-        # the LoopRegion or NativeCall it goes into when it lands (`_upgrade`).
+        # the LoopRegion or NativeCall it goes into when it lands (`_upgrade`), and
+        # the full builds a server of this run's will make (`_ask_full`).
         self.upgrading = {}
+        self.upgrade_asked = set()
         self.start_time = time.perf_counter()
         self.run_seconds = None         # (the run's length, once it is over)
         # When the program began running (the JIT may come in later: jit_deferred).
@@ -794,6 +796,8 @@ class Jit:
                 if unit is not None and unit.meta.get("heap") and self.heap is None:
                     self.wanted_heap = True
                     error, unit = "pointers need the shared heap", None
+                if unit is not None and unit.meta.get("full"):
+                    self.upgrade_asked.add(unit.meta["full"])   # (the server's next build)
                 self._landed(ask, unit, ukey, blocks, entries, error)
             for what, (candidates, keys, _, kinds) in list(self.waiting.items()):
                 if any(being_built(self.cache, k) for k in keys):
@@ -811,6 +815,29 @@ class Jit:
                 if jitcache.stored_meta(self.cache, full) is not None:
                     del self.upgrading[full]
                     self._upgrade(obj, full)
+                elif full not in self.upgrade_asked and not self.stopped:
+                    self._ask_full(full, obj)
+
+    def _ask_full(self, full, obj):
+        """A unit this run took quick from the cache, whose full build nobody is making
+        (the server of the run that asked for it ended first, or the cache evicted
+        it), is asked of this run's server, once -- unless a process builds it, or a
+        server does the after-run work of the program, which makes it (asked again
+        at a later look, or after the run, `_precompile`).  The look that finds it in
+        the cache swaps it in."""
+        from ..cache.buildlocks import AFTER_RUN, being_built
+        if not self._with_server() or being_built(self.cache, full) or (
+                self.server is None and being_built(self.cache, AFTER_RUN + self.profile_key)):
+            return
+        self.upgrade_asked.add(full)
+        server = self._server()
+        if server is None:
+            return
+        if isinstance(obj, LoopRegion):
+            server.request((obj.index, obj.header),
+                           [(sorted(obj.blocks), sorted(obj.entry_blocks))], obj.kinds)
+        else:
+            server.request(obj.index, None)
 
     def _upgrade(self, obj, ukey):
         """The full build `ukey` of the unit a LoopRegion or NativeCall runs quick
@@ -1239,6 +1266,12 @@ class Jit:
             if being_built(self.cache, AFTER_RUN + self.profile_key):
                 todo = []       # (a server builds what the run before this one found hot)
         exe = self._executable_wanted(profile) if mode != "0" else None
+        if mode != "0" and self.cache is not None:
+            from . import jitcache
+            for full, obj in list(self.upgrading.items()):
+                if full not in self.upgrade_asked \
+                        and jitcache.stored_meta(self.cache, full) is None:
+                    self._ask_full(full, obj)       # (for the next run)
         if self.server is None and (todo or exe):
             self._server()
         if self.server is not None:
