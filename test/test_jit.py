@@ -575,6 +575,42 @@ def test_native_code_doing_too_little_per_entry_goes_back_to_the_interpreter():
     assert got[("f", None)]["dropped"] is None and got[("f", None)]["calls"] > ENTRY_SAMPLE
 
 
+ACKERMANN = program_text("jit/ackermann")
+
+
+def test_a_recursion_s_own_leaf_calls_do_not_make_its_native_code_light():
+    # A recursive function's unit lands (from a compile server) while its recursion
+    # runs interpreted, and the frames still interpreted unwind through leaf calls
+    # of a few instructions each into its native code.  Those do not decide whether
+    # calls are worth crossing over for (ackermann's first 64 were all leaves: its
+    # native code was dropped and the run went on interpreted); calls from
+    # elsewhere do.
+    from bril.backend.jit import ENTRY_SAMPLE
+    prog = parse_program(ACKERMANN)
+    compiled, main = interp.compile_program(prog, out=io.StringIO())
+    jit = Jit(cache=None, pay_back=10 ** 9, shared_heap=None)
+    jit.attach(compiled, sampler_thread=0)
+    ack = 1 - main
+    native = jit.calls[ack] = jit._compile_call(ack)
+    stand_in = jit._native_stand_in(ack, native, lambda *args: pytest.fail("interpreted"))
+
+    def caller(index, name):
+        """A function calling the stand-in, as generated code of function `index`."""
+        ns = {"stand_in": stand_in}
+        exec(compile(f"def F{index}_{name}__jit(m, n):\n    return stand_in(m, n)\n",
+                     f"<bril @{name} jit>", "exec"), ns)
+        return ns[f"F{index}_{name}__jit"]
+    from_ack, from_main = caller(ack, "ack"), caller(main, "main")
+    for n in range(2 * ENTRY_SAMPLE):
+        assert from_ack(0, n) == n + 1          # (a leaf: 6 instructions)
+    assert native.dropped is None and not native.light
+    assert from_ack(2, 3) == 9 and native.native_instrs > 2 * ENTRY_SAMPLE * 6
+    for n in range(ENTRY_SAMPLE):
+        assert from_main(0, n) == n + 1
+    assert native.light and native.dropped == "6 instructions per call"
+    jit.finish()
+
+
 def test_the_sampler_charges_the_loop_around_one_that_does_too_little():
     # A look inside a loop whose region was dropped for doing too little per entry
     # charges the loop around it -- here in the caller -- so that a unit taking

@@ -43,6 +43,7 @@ handle at all (`any`, a variable of two types, ...) simply run interpreted.
 
 import itertools
 import os
+import sys
 import time
 
 from ..ir.errors import BrilError
@@ -132,6 +133,8 @@ class NativeCall:
         self.native_instrs = 0
         self.dropped = None
         self.light = False              # (dropped: too little work per call)
+        self.sampled = 0                # calls that decide `light` (`Jit.call`),
+        self.sampled_instrs = 0         # and their native instructions
         self.error = None
         self.upgraded_at = None         # (a quick unit's full build swapped in then,
         self.quick_unit = None          # the quick unit, kept loaded)
@@ -444,7 +447,6 @@ class Jit:
         run has spent in generated code before the JIT came in, charged to what
         runs now (`bril.backend.jit_deferred`, whose looks saw it)."""
         import _thread
-        import sys
         own = _thread.get_ident()
         # The first look comes after a fraction of an interval that differs from
         # run to run: at a fixed phase, a loop that always runs between the same
@@ -1036,16 +1038,25 @@ class Jit:
             raise
         finally:
             self._drain()
-        native.native_instrs += self.compiled.ns["_native_last"]
-        if native.entries == ENTRY_SAMPLE and \
-                native.native_instrs < MIN_WORK_PER_CALL * ENTRY_SAMPLE:
-            self._drop_light_call(native)
+        work = self.compiled.ns["_native_last"]
+        native.native_instrs += work
+        if native.sampled < ENTRY_SAMPLE:
+            # (calls from the function's own interpreted frames -- a recursion that
+            # was under way when the unit landed, unwinding through its leaves --
+            # are not the calls that decide: ackermann's first 64 were all leaves,
+            # 6 instructions each, and the run went on interpreted)
+            if function_index(sys._getframe(2).f_code) != native.index:
+                native.sampled += 1
+                native.sampled_instrs += work
+                if native.sampled == ENTRY_SAMPLE and \
+                        native.sampled_instrs < MIN_WORK_PER_CALL * ENTRY_SAMPLE:
+                    self._drop_light_call(native)
         return decode_result(native.result, S, D, heap.from_pair if heap else None)
 
     def _drop_light_call(self, native):
         """A function whose calls from the interpreter do too little to pay for
         crossing over (MIN_WORK_PER_CALL) is interpreted again."""
-        native.dropped = f"{native.native_instrs / native.entries:.0f} instructions per call"
+        native.dropped = f"{native.sampled_instrs / native.sampled:.0f} instructions per call"
         native.light = True
         native.address = None
         fn = self.fast.get(native.index)
