@@ -478,9 +478,10 @@ NATIVE_HELPERS = {
 
 # --- templates for generated code over the native heap ------------------------------------
 #
-# `native_unpack_line` loads a pointer into _hd (cells), _ho (offset), _hr (region) and
-# _hf (the region's flags); `kind` is the element kind if known statically (from the
-# op's type), else None: a helper call.  Every failure of the fast path (out of
+# `native_unpack_line` loads a pointer into _hd (cells), _ho (offset) and _hr (region),
+# whose flags (`_hr.flags`) only a zero cell's load and a zero's store read; `kind`
+# is the element kind if known statically (from the op's type), else None: a
+# helper call.  Every failure of the fast path (out of
 # range, freed region: IndexError or ValueError of a memoryview) goes to the slow
 # path, which raises the error.  Names: _hpair (NativeHeap.from_pair) and _hregs
 # (its regions) are per program; the rest are NATIVE_HELPERS.
@@ -489,14 +490,14 @@ _NATIVE_FAIL = "except (IndexError, ValueError, TypeError, OverflowError):"
 
 
 def native_unpack_line(ptr):
-    return f"_hd, _ho, _hr = {ptr}; _hf = _hr.flags"
+    return f"_hd, _ho, _hr = {ptr}"
 
 
 def native_load_lines(dest, ptr, ptr_name, kind):
     if kind is None:
         return [f"{dest} = _hnload({ptr}, {ptr_name!r})"]
     if kind == "ptr":
-        read = [f"    if not _hf[_ho]: _huninit({ptr_name!r})",
+        read = [f"    if not _hr.flags[_ho]: _huninit({ptr_name!r})",
                 "    _hq = _ho + _ho",
                 "    _hx = _hregs.get(_hd[_hq])",
                 (f"    {dest} = (_hpair(_hd[_hq], _hd[_hq + 1], _hr.inner) if _hx is None "
@@ -510,7 +511,7 @@ def native_load_lines(dest, ptr, ptr_name, kind):
         # (into _hv first: `dest` may be the pointer's own variable, which the slow
         # path reads if chr() fails)
         read = ["    _hv = _hd[_ho]",
-                f"    if not _hv and not _hf[_ho]: _huninit({ptr_name!r})",
+                f"    if not _hv and not _hr.flags[_ho]: _huninit({ptr_name!r})",
                 f"    {dest} = chr(_hv)" if kind == "char" else f"    {dest} = _hv"]
     return [
         f"if _ho < 0: _hbad({ptr})",
@@ -526,13 +527,13 @@ def native_store_lines(ptr, value, kind):
         return [f"_hnstore({ptr}, {value})"]
     if kind == "ptr":
         write = ["    _hq = _ho + _ho", f"    _hd[_hq] = {value}[2].base",
-                 f"    _hd[_hq + 1] = {value}[1]", "    _hf[_ho] = 1"]
+                 f"    _hd[_hq + 1] = {value}[1]", "    _hr.flags[_ho] = 1"]
     else:
         # (a scalar cell that reads other than zero was stored to: only a zero
         # needs its flag, see `native_load_lines`)
         write = [f"    _hv = ord({value})" if kind == "char" else f"    _hv = {value}",
                  "    _hd[_ho] = _hv",
-                 "    if not _hv: _hf[_ho] = 1"]
+                 "    if not _hv: _hr.flags[_ho] = 1"]
     return [
         f"if _ho < 0: _hbad({ptr})",
         "try:",
