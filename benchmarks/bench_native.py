@@ -5,6 +5,8 @@ and reference commands given on the command line -- side by side, whole
 processes, wall seconds.
 
   interp   `brili --no-jit` (its generated Python cached: a later run)
+  interp1  `brili --no-jit` on an empty code cache: the interpreter's own first
+           run, which generates its Python code as `first` does
   first    `brili` on an empty code cache (but for the run-time library, built
            once): nothing of the program compiled or profiled
   rerun    `brili` started as soon as the first run exits (whatever the first
@@ -159,6 +161,15 @@ def first_and_rerun(command, program_json, args, repeat, cache_dir, env):
     return pick(firsts), pick(reruns)
 
 
+def first_run(command, program_json, args, repeat, cache_dir, env):
+    """Best of `repeat` runs, the cache cleared of the program before each."""
+    runs = []
+    for _ in range(repeat):
+        clear_program_entries(cache_dir)
+        runs.append(harness.run_interp(command, program_json, args, env=env))
+    return next((r for r in runs if r.error), None) or min(runs, key=lambda r: r.seconds)
+
+
 def geomean(values):
     geo = 1.0
     for v in values:
@@ -202,7 +213,8 @@ def main(argv=None):
             raise SystemExit(f"error: --reference wants NAME=CMD; got {spec!r}")
         refs.append((name, command))
     programs = [resolve(s) for s in (opts.program or SETS[opts.set])]
-    columns = [name for name, _ in refs] + ["interp", "first", "rerun", "warm", "brilc"]
+    columns = [name for name, _ in refs] + ["interp", "interp1", "first", "rerun", "warm",
+                                            "brilc"]
     baseline = refs[0][0] if refs else "interp"
     name_w = max(len(harness.display_name(p)) for p, _ in programs) + 2
     args_w = min(max(len(" ".join(a)) for _, a in programs), 18) + 2
@@ -239,6 +251,8 @@ def main(argv=None):
                 runs[name] = best_run(command, program_json, args, opts.repeat)
             runs["interp"] = best_run(opts.brili + " --no-jit", program_json, args,
                                       opts.repeat, env)
+            runs["interp1"] = first_run(opts.brili + " --no-jit", program_json, args,
+                                        opts.repeat, cache_dir, env)
             runs["first"], runs["rerun"] = first_and_rerun(
                 opts.brili, program_json, args, opts.repeat, cache_dir, env)
             wait_for_builds(opts.brili, cache_dir, env)
@@ -273,6 +287,10 @@ def main(argv=None):
         firsts = [f / i for i, f in zip(speeds["interp"], speeds["first"])]
         print(f"first run vs interp: geometric mean {geomean(firsts):.2f}x the interpreter's "
               f"speed, slowest {min(firsts):.2f}x")
+    if speeds["interp1"]:
+        firsts = [f / i for i, f in zip(speeds["interp1"], speeds["first"])]
+        print(f"first run vs interp1 (the interpreter's own first run): geometric mean "
+              f"{geomean(firsts):.2f}x its speed, slowest {min(firsts):.2f}x")
     shutil.rmtree(cache_dir, ignore_errors=True)
     return 1 if problems else 0
 
