@@ -578,6 +578,15 @@ def test_native_code_doing_too_little_per_entry_goes_back_to_the_interpreter():
 ACKERMANN = program_text("jit/ackermann")
 
 
+def _attached_quiet(text):
+    """(Jit, CompiledProgram, @main's index): a JIT attached to the program of `text`,
+    without a sampler thread or a cache, compiling nothing by itself."""
+    compiled, main = interp.compile_program(parse_program(text), out=io.StringIO())
+    jit = Jit(cache=None, pay_back=10 ** 9, shared_heap=None)
+    jit.attach(compiled, sampler_thread=0)
+    return jit, compiled, main
+
+
 def test_a_recursion_s_own_leaf_calls_do_not_make_its_native_code_light():
     # A recursive function's unit lands (from a compile server) while its recursion
     # runs interpreted, and the frames still interpreted unwind through leaf calls
@@ -586,10 +595,7 @@ def test_a_recursion_s_own_leaf_calls_do_not_make_its_native_code_light():
     # native code was dropped and the run went on interpreted); calls from
     # elsewhere do.
     from bril.backend.jit import ENTRY_SAMPLE
-    prog = parse_program(ACKERMANN)
-    compiled, main = interp.compile_program(prog, out=io.StringIO())
-    jit = Jit(cache=None, pay_back=10 ** 9, shared_heap=None)
-    jit.attach(compiled, sampler_thread=0)
+    jit, compiled, main = _attached_quiet(ACKERMANN)
     ack = 1 - main
     native = jit.calls[ack] = jit._compile_call(ack)
     stand_in = jit._native_stand_in(ack, native, lambda *args: pytest.fail("interpreted"))
@@ -617,10 +623,7 @@ def test_the_sampler_charges_the_loop_around_one_that_does_too_little():
     # the light one in is asked for.
     import types
     from bril.backend.jit import LoopRegion
-    prog = parse_program(LIGHT_CALLEE)
-    compiled, main = interp.compile_program(prog, out=io.StringIO())
-    jit = Jit(cache=None, pay_back=10 ** 9, shared_heap=None)
-    jit.attach(compiled, sampler_thread=0)
+    jit, compiled, main = _attached_quiet(LIGHT_CALLEE)
     f = 1 - main
     compiled.jit_code_loops.update({"F%d_f__jit" % f: [(3, 9, 1)],
                                     "F%d_main__jit" % main: [(4, 20, 1)]})
