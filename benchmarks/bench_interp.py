@@ -82,15 +82,6 @@ def label_of(command):
     return Path(words[0]).name if words else command
 
 
-def best_run(command, program_json, args, repeat):
-    """The run with the least wall time out of `repeat` runs (all must succeed)."""
-    runs = [harness.run_interp(command, program_json, args) for _ in range(repeat)]
-    for run in runs:
-        if run.error:
-            return run
-    return min(runs, key=lambda r: r.seconds)
-
-
 def startup_ms(command, program_json, repeat):
     """Best and median wall milliseconds for the start-up program."""
     times = []
@@ -146,7 +137,7 @@ def main(argv=None):
     problems = 0
     for path, args in programs:
         program_json = harness.to_json(path, opts.bril2json)
-        runs = [best_run(cmd, program_json, args, opts.repeat) for cmd in interps]
+        runs = [harness.best_run(cmd, program_json, args, opts.repeat) for cmd in interps]
         base = runs[0]
         dyn = base.dyn if base.dyn is not None else next((r.dyn for r in runs if r.dyn), None)
         arg_text = " ".join(args)

@@ -121,14 +121,6 @@ def compile_native(brilc, program_json, out, repeat=1):
     return best, None
 
 
-def best_run(command, program_json, args, repeat, env=None):
-    runs = [harness.run_interp(command, program_json, args, env=env) for _ in range(repeat)]
-    for run in runs:
-        if run.error:
-            return run
-    return min(runs, key=lambda r: r.seconds)
-
-
 def clear_program_entries(cache_dir):
     """Empty a code cache of everything but the run-time library builds: what a
     program leaves there (generated code, native units, profiles) is gone, so the
@@ -156,9 +148,7 @@ def first_and_rerun(command, program_json, args, repeat, cache_dir, env):
         clear_program_entries(cache_dir)
         firsts.append(harness.run_interp(command, program_json, args, env=env))
         reruns.append(harness.run_interp(command, program_json, args, env=env))
-    pick = lambda runs: next((r for r in runs if r.error), None) or \
-        min(runs, key=lambda r: r.seconds)   # noqa: E731
-    return pick(firsts), pick(reruns)
+    return harness.best(firsts), harness.best(reruns)
 
 
 def first_run(command, program_json, args, repeat, cache_dir, env):
@@ -167,7 +157,7 @@ def first_run(command, program_json, args, repeat, cache_dir, env):
     for _ in range(repeat):
         clear_program_entries(cache_dir)
         runs.append(harness.run_interp(command, program_json, args, env=env))
-    return next((r for r in runs if r.error), None) or min(runs, key=lambda r: r.seconds)
+    return harness.best(runs)
 
 
 def geomean(values):
@@ -248,19 +238,19 @@ def main(argv=None):
             line = f"{harness.display_name(path):<{name_w}}{arg_text:<{args_w}}"
             runs = {}
             for name, command in refs:
-                runs[name] = best_run(command, program_json, args, opts.repeat)
-            runs["interp"] = best_run(opts.brili + " --no-jit", program_json, args,
-                                      opts.repeat, env)
+                runs[name] = harness.best_run(command, program_json, args, opts.repeat)
+            runs["interp"] = harness.best_run(opts.brili + " --no-jit", program_json, args,
+                                              opts.repeat, env)
             runs["interp1"] = first_run(opts.brili + " --no-jit", program_json, args,
                                         opts.repeat, cache_dir, env)
             runs["first"], runs["rerun"] = first_and_rerun(
                 opts.brili, program_json, args, opts.repeat, cache_dir, env)
             wait_for_builds(opts.brili, cache_dir, env)
-            runs["warm"] = best_run(opts.brili, program_json, args, opts.repeat, env)
+            runs["warm"] = harness.best_run(opts.brili, program_json, args, opts.repeat, env)
             exe = Path(tmp) / f"prog{k}"
             _, error = compile_native(opts.brilc, program_json, exe)
             runs["brilc"] = harness.Run(1, "", error, None, 0.0) if error else \
-                best_run(str(exe), b"", args, opts.repeat)
+                harness.best_run(str(exe), b"", args, opts.repeat)
             failed = [(c, r.error) for c, r in runs.items() if r.error]
             if failed:
                 print(line + "failed: " + "; ".join(f"{c}: {e}" for c, e in failed), flush=True)
@@ -319,7 +309,7 @@ def ssa2_table(opts):
             for which, program_json in (("original", original), ("ssa2", done.stdout)):
                 exe = Path(tmp) / f"{which}{k}"
                 _, error = compile_native(opts.brilc, program_json, exe, 1)
-                run = None if error else best_run(str(exe), b"", args, opts.repeat)
+                run = None if error else harness.best_run(str(exe), b"", args, opts.repeat)
                 error = error or run.error
                 if error:
                     print(line + f"{which}: failed: {error}")

@@ -130,6 +130,16 @@ def run_interp(command, program_json, args, profile=True, timeout=600, env=None)
                dyn_count(stderr), seconds)
 
 
+def best(runs):
+    """The first run that failed, else the fastest."""
+    return next((r for r in runs if r.error), None) or min(runs, key=lambda r: r.seconds)
+
+
+def best_run(command, program_json, args, repeat, env=None):
+    """The best (`best`) of `repeat` runs of an interpreter command."""
+    return best([run_interp(command, program_json, args, env=env) for _ in range(repeat)])
+
+
 def medians_in_turn(sides, repeat):
     """[(median wall seconds, the last run's CompletedProcess)] of each side, a side
     being (argv, stdin bytes, environment or None): the sides run in turn, in the

@@ -481,10 +481,10 @@ NATIVE_HELPERS = {
 # `native_unpack_line` loads a pointer into _hd (cells), _ho (offset) and _hr (region),
 # whose flags (`_hr.flags`) only a zero cell's load and a zero's store read; `kind`
 # is the element kind if known statically (from the op's type), else None: a
-# helper call.  Every failure of the fast path (out of
-# range, freed region: IndexError or ValueError of a memoryview) goes to the slow
-# path, which raises the error.  Names: _hpair (NativeHeap.from_pair) and _hregs
-# (its regions) are per program; the rest are NATIVE_HELPERS.
+# helper call.  Every failure of the fast path (out of range, freed region:
+# IndexError or ValueError of a memoryview) goes to the slow path, which raises the
+# error.  Names: _hpair (NativeHeap.from_pair) and _hregs (its regions) are per
+# program; the rest are NATIVE_HELPERS.
 
 _NATIVE_FAIL = "except (IndexError, ValueError, TypeError, OverflowError):"
 
