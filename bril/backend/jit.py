@@ -1044,7 +1044,8 @@ class Jit:
             # (calls from the function's own interpreted frames -- a recursion that
             # was under way when the unit landed, unwinding through its leaves --
             # are not the calls that decide: ackermann's first 64 were all leaves,
-            # 6 instructions each, and the run went on interpreted)
+            # 6 instructions each, and the run went on interpreted).  (Frame 2: what
+            # called the stand-in, `_native_stand_in`, this method's one caller.)
             if function_index(sys._getframe(2).f_code) != native.index:
                 native.sampled += 1
                 native.sampled_instrs += work
