@@ -47,27 +47,24 @@ def run_tool(argv, what):
         raise BrilError(f"{what} failed: {detail}")
 
 
-def _runtime_source():
-    with open(RUNTIME_SOURCE, "rb") as fh:
-        return fh.read()
-
-
 def _built(kind, flags, suffix, build=True):
     """A build of brilrt.c with these compiler flags: its path, from the code cache
     (made there on first use), or in a private temporary folder when there is no
-    usable cache.  The key: the source, the messages, $CC and the flags (not which
-    compiler `cc` finds: any builds the same library, and looking one up on the
-    PATH costs every run that finds the build in the cache)."""
-    from ..cache.codecache import CodeCache, hasher
-    from ..ir.messages import c_header
-    header = c_header()
-    key = hasher(_runtime_source() + b"\0" + header.encode() + b"\0"
+    usable cache.  The key: the source and the messages as the file system
+    describes them (`source_digest`: reading brilrt.c and generating the messages'
+    header for it took a run that loads the library 1-1.5 ms), $CC and the flags
+    (not which compiler `cc` finds: any builds the same library, and looking one
+    up on the PATH costs every run that finds the build in the cache)."""
+    from ..cache.codecache import CodeCache, hasher, source_digest
+    from ..ir import messages
+    key = hasher(source_digest(b"brilrt-2", [RUNTIME_SOURCE, os.path.abspath(messages.__file__)])
                  + os.environ.get("CC", "").encode() + b"\0"
                  + " ".join(flags).encode()).hexdigest()
     cache = CodeCache()
     path = cache.entry_path(kind, key)
     if path is not None or not build:
         return path
+    header = messages.c_header()
     cc = c_compiler()
     if cc is None:
         raise BrilError("no C compiler found (install cc or set CC)")
