@@ -19,6 +19,7 @@ from bril.backend.jitprofile import load_profile, profile_key, program_key
 from bril.cache.buildlocks import being_built, building
 from bril.cache.codecache import CodeCache
 from bril.interpreter.interp import compile_program
+from bril.ir.linker import link
 from bril.ir.text import parse_program
 from bril.native_runtime import nativert
 
@@ -327,11 +328,17 @@ def test_a_typed_function_has_one_cache_key_however_it_entered_generated_code(tm
 def test_the_next_run_is_warm_whatever_the_timing(tmp_path):
     # A first run that ends while its server still builds, a run right after it
     # that waits for every build in flight (BRIL_JIT_PRECOMPILE=wait): then every
-    # unit is in the cache, and the next run loads it at its first arrival.
-    plain = _brili(["--no-jit", "-p", "300000"], LOOP, tmp_path)
-    first = _brili(["-p", "300000"], LOOP, tmp_path, BRIL_JIT_PRECOMPILE="1")
+    # unit is in the cache, and the next run loads it at its first arrival.  The
+    # first run is long enough (0.3-0.5 s interpreted) for the JIT to come in and ask
+    # on a busy machine (with 300,000 iterations, 70 ms, a CI run's JIT never did);
+    # its server, started by that ask, still builds when the run ends.
+    plain = _brili(["--no-jit", "-p", "2000000"], LOOP, tmp_path)
+    first = _brili(["-p", "2000000"], LOOP, tmp_path, BRIL_JIT_PRECOMPILE="1")
+    linked = link(parse_program(LOOP))
+    assert load_profile(CodeCache(str(tmp_path)), profile_key(linked), linked), \
+        "the first run's JIT never came in"
     after = _brili(["-p", "5"], LOOP, tmp_path, BRIL_JIT_PRECOMPILE="wait")
-    warm = _brili(["--jit-report", "-", "-p", "300000"], LOOP, tmp_path,
+    warm = _brili(["--jit-report", "-", "-p", "2000000"], LOOP, tmp_path,
                   BRIL_JIT_PRECOMPILE="0")
     assert first.stdout == warm.stdout == plain.stdout
     assert first.stderr == plain.stderr and warm.stderr.endswith(plain.stderr)
@@ -419,7 +426,6 @@ def test_the_report_describes_the_real_path(tmp_path):
 
 def test_profile_writers_lose_nothing_of_each_other(tmp_path):
     from bril.backend.jitprofile import update_profile
-    from bril.ir.linker import link
     cache = CodeCache(str(tmp_path))
     linked = link(parse_program(LOOP))
     key = profile_key(linked)
@@ -543,7 +549,6 @@ def _only_quick_built(cache, text):
     """(prog, region key): `text`'s loop built quick only, into `cache` and its profile
     (as a server leaves it when its run ends before the full build)."""
     from bril.backend.jit_server import Server
-    from bril.ir.linker import link
     prog = parse_program(text)
     linked = link(prog)
     key, whole = profile_key(linked), program_key(linked)
