@@ -798,6 +798,42 @@ def test_benchmarks_converted_to_ssa2_run_natively(name):
     assert native_share(got[3]) > 0.5 * got[1], got[3].report()
 
 
+# The corpus's benchmarks (their own ARGS; not the long set) and their to-ssa forms.
+SSA2_FIRST_RUNS = [p for p in bril_files("benchmarks") if p.parent.name != "long"]
+
+
+def _native_units(prog, args):
+    """(stdout, instructions run, the functions of the units compiled, by kind) of a
+    first run as `brili --jit --hot 1` makes it: every loop at its first arrival,
+    the heap shared from the start (no loop refused for want of it)."""
+    out = io.StringIO()
+    jit = Jit(hot=1, shared_heap=None)
+    count = interp.run(prog, list(args), out=out, jit=jit)
+    report = jit.report()
+    jit.finish()
+    assert not [r for r in report["regions"]
+                if "shared heap" in f"{r.get('why')} {r.get('dropped')}"], report
+    return out.getvalue(), count, sorted(
+        [("loop", r["function"]) for r in report["regions"] if r.get("compiled")]
+        + [("call", f["function"]) for f in report.get("functions", ()) if f["compiled"]])
+
+
+@pytest.mark.parametrize("path", SSA2_FIRST_RUNS, ids=case_id)
+def test_a_to_ssa_program_compiles_what_its_original_does_on_a_first_run(path):
+    # Every benchmark converted by `bril-opt to-ssa` (set/get shadows around its
+    # loops) turns native where its original does, pointer loops included, and
+    # prints the same.
+    from bril.passes.ssa import to_ssa
+    args = args_of(path)
+    out, count, units = _native_units(parse_program(path.read_text()), args)
+    converted = _native_units(to_ssa(parse_program(path.read_text())), args)
+    assert (converted[0], converted[2]) == (out, units)
+    if path.with_suffix(".out").exists():
+        assert out == path.with_suffix(".out").read_text()
+    # (those that compile nothing run a few hundred instructions, in no loop)
+    assert units or count < 20_000, count
+
+
 SSA2_SPECULATION = program_text("jit/ssa2_speculation")
 
 
