@@ -6,6 +6,7 @@ the next arrival, kept for the next run, and `brili` running the JIT by default.
 import io
 import json
 import os
+import re
 import subprocess
 import time
 
@@ -422,6 +423,11 @@ def test_the_report_describes_the_real_path(tmp_path):
     assert "the run ended before the JIT's first look" in report_text(deferred.report())
     long = _brili(["--jit-report", "-", "-p", "2000000"], LOOP, tmp_path)
     assert "compile server" in long.stderr
+    # Its times count from the program's start, the JIT's coming in among them.
+    came = float(re.search(r"the JIT came in at (\d+\.\d+) s", long.stderr).group(1))
+    asked = float(re.search(r"asked for at (\d+\.\d+) s", long.stderr).group(1))
+    run = float(re.search(r"run (\d+\.\d+) s", long.stderr).group(1))
+    assert 0 < came <= asked < run, long.stderr
 
 
 def test_profile_writers_lose_nothing_of_each_other(tmp_path):
