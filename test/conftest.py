@@ -1,6 +1,7 @@
 """Every test runs with a code cache of its own session (never the user's), and
 without background processes after `brili --jit` runs (tests that want the JIT's
-precompiler ask for it with BRIL_JIT_PRECOMPILE=wait).
+precompiler ask for it with BRIL_JIT_PRECOMPILE=wait) but idle compile servers,
+which wait 10 s (BRIL_JIT_SERVER_IDLE) instead of a minute.
 
 The tracer charges nothing for the code a trace adds (BRIL_TRACE_GROWTH_PRICE=0):
 the tests exercise traces on runs far too short for any to pay its growth at the
@@ -31,6 +32,9 @@ _CACHE = tempfile.mkdtemp(prefix="bril-test-cache-")
 os.environ["BRIL_CACHE_DIR"] = _CACHE
 os.environ.setdefault("BRIL_JIT_PRECOMPILE", "0")
 os.environ.setdefault("BRIL_TRACE_GROWTH_PRICE", "0")
+# Idle compile servers wait 10 s for a later run, not a minute: the suite starts
+# servers in hundreds of caches of its own (tests of the idle wait set theirs).
+os.environ.setdefault("BRIL_JIT_SERVER_IDLE", "10")
 atexit.register(shutil.rmtree, _CACHE, True)
 
 for _folder in ("bril", "cli", "passes"):
