@@ -32,8 +32,8 @@ _CACHE = tempfile.mkdtemp(prefix="bril-test-cache-")
 os.environ["BRIL_CACHE_DIR"] = _CACHE
 os.environ.setdefault("BRIL_JIT_PRECOMPILE", "0")
 os.environ.setdefault("BRIL_TRACE_GROWTH_PRICE", "0")
-# Idle compile servers wait 10 s for a later run, not a minute: the suite starts
-# servers in hundreds of caches of its own (tests of the idle wait set theirs).
+# Idle compile servers wait 10 s for a later run, not a minute: the suite's tests
+# start servers in caches of their own, each left idle (tests of the wait set theirs).
 os.environ.setdefault("BRIL_JIT_SERVER_IDLE", "10")
 atexit.register(shutil.rmtree, _CACHE, True)
 
