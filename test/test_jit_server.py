@@ -430,24 +430,6 @@ def test_the_report_describes_the_real_path(tmp_path):
     assert 0 < came <= asked < run, long.stderr
 
 
-def test_a_first_run_s_server_starts_when_the_jit_comes_in(tmp_path, monkeypatch):
-    # A first run (no profile) the JIT came into late has its server claimed or
-    # started at once, its start-up overlapping the looks before the first ask; a
-    # run with a profile starts one only when it asks.
-    monkeypatch.setenv("BRIL_JIT_PRECOMPILE", "0")
-    cache = CodeCache(str(tmp_path))
-    jit, compiled, main, fc = _attached(LOOP, cache)
-    assert jit.profile is None and jit.server is None
-    jit._start_server()
-    assert jit.server is not None and jit.server.started and not jit.asked
-    jit.finish()
-    again, *_ = _attached(LOOP, cache)
-    again.profile = {"regions": {}, "calls": {}, "hot": {}}
-    again._start_server()
-    assert again.server is None
-    again.finish()
-
-
 def test_profile_writers_lose_nothing_of_each_other(tmp_path):
     from bril.backend.jitprofile import update_profile
     cache = CodeCache(str(tmp_path))

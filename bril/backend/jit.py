@@ -460,8 +460,6 @@ class Jit:
         first = 0 if seen else (time.perf_counter_ns() // 1000 % 997 + 1) / 998
         with ShortSwitches():
             self._with_server()         # (its imports now, not at the first hot look)
-            if seen:
-                self._start_server()
         last = time.perf_counter()
         while not self.stopped:
             if first:
@@ -632,22 +630,6 @@ class Jit:
             self.use_server = (not self.eager and self.cache is not None and cores() >= 2
                                and os.environ.get("BRIL_JIT_SERVER", "1") != "0")
         return self.use_server and (self.server is None or not self.server.broken)
-
-    def _start_server(self):
-        """A first run (no profile) the JIT came into late (`jit_deferred`): its compile
-        server is claimed or started now rather than at the first ask, which comes
-        some looks later (prime-count's loop: 20-30 ms), so that a new server's
-        start-up -- llvmlite's load alone takes 60-90 ms -- overlaps them.  A run
-        this long wants one anyway: at its end it asks for the program's executable.
-        Not while another run's server does the program's after-run work, which the
-        units are waited for from (`_in_cache`)."""
-        from ..cache.buildlocks import AFTER_RUN, being_built
-        if self.profile is not None or self.source is None or not self._with_server() \
-                or being_built(self.cache, AFTER_RUN + self.profile_key):
-            return
-        with self.lock:
-            if not self.stopped and self.server is None:
-                self._server()
 
     def _server(self):
         """The compile server, started on first use; None if it cannot be."""

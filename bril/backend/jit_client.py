@@ -1,8 +1,8 @@
 """The running JIT's side of the compile server (`bril.backend.jit_server`): start it,
 ask it for units, pick up what it built.
 
-The server is started when the JIT comes into a first run, or first wants native
-code (not before: most runs never do), with `os.posix_spawn` (importing `subprocess` would cost a short run
+The server is started when the JIT first wants native code (not before: most runs
+never do), with `os.posix_spawn` (importing `subprocess` would cost a short run
 several ms), two pipes and a session of its own.  Asking never waits: a request is
 a few bytes into a pipe.  Replies are read without waiting, at the sampler's looks
 (`poll`).  At the end of the run `finish` tells it what else was hot; the run
