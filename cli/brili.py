@@ -2,16 +2,18 @@
 
     brili [-p] [-f FILE | --text] [-L DIR]... [ARGS...]
 
-Arguments are parsed by hand (no click): start-up time matters for a command
-run once per test, and every argument that is not one of our flags must
-reach @main unchanged, including negative numbers (`brili -5`).  As in the
-reference, `-p` may appear anywhere.
+Arguments are parsed by hand (no click; `bril.cli.brili_start.parse_args`): start-up
+time matters for a command run once per test, and every argument that is not
+one of our flags must reach @main unchanged, including negative numbers
+(`brili -5`).  As in the reference, `-p` may appear anywhere.
 """
 
 import os
 import sys
 
 from bril.cli import no_cycle_collection
+# (the command line and the first steps: a warm run's, without this module)
+from bril.cli.brili_start import start, try_start, wait_if_asked
 
 USAGE = """\
 usage: brili [-p] [-f FILE | --text] [-L DIR]... [--tier T] [--no-cache]
@@ -131,159 +133,9 @@ Errors are reported as one line `error: MESSAGE` on stderr, exit status 2.
 """
 
 
-class _Options:
-    def __init__(self):
-        self.profile = False
-        self.file = None
-        self.text = False
-        self.lib_dirs = []
-        self.dump = False
-        self.help = False
-        self.trace = None
-        self.hot = None
-        self.trace_report = None
-        self.trace_no_opt = False
-        self.trace_counts = False
-        self.trace_specialize = False
-        self.trace_passes = []
-        self.loads = []
-        self.jit = None                 # None: the default (on unless BRIL_JIT=0)
-        self.jit_default = False        # (the JIT is on because it is the default)
-        self.jit_background = False
-        self.jit_report = None
-        self.tier = None
-        self.cache = True
-        self.cache_command = None
-        self.args = []
-        self.write_profile = None
-        self.exe_key = None             # (bril.backend.program_exe: found before the run)
-
-
-# Flags: option -> (attribute, value it sets).
-_FLAGS = {
-    "-h": ("help", True), "--help": ("help", True), "--text": ("text", True),
-    "--dump-py": ("dump", True), "--trace-no-opt": ("trace_no_opt", True),
-    "--trace-counts": ("trace_counts", True), "--trace-specialize": ("trace_specialize", True),
-    "--jit": ("jit", True), "--no-jit": ("jit", False),
-    "--jit-background": ("jit_background", True),
-    "--no-cache": ("cache", False),
-    "--cache-info": ("cache_command", "--cache-info"),
-    "--cache-clear": ("cache_command", "--cache-clear"),
-}
-
-
-def _hot(text):
-    from bril.ir.errors import BrilError
-    n = int(text) if text.isdigit() else 0
-    if n < 1:
-        raise BrilError(f"--hot needs a positive whole number; got {text}")
-    return n
-
-
-def _tier(text):
-    from bril.ir.errors import BrilError
-    if text not in ("auto", "cold", "fast"):
-        raise BrilError(f"--tier must be auto, cold or fast; got {text}")
-    return text
-
-
-# Options taking a value: option -> (attribute, how the text becomes the value).
-_VALUED = {"-f": ("file", str), "--trace": ("trace", str), "--trace-report": ("trace_report", str),
-           "--jit-report": ("jit_report", str), "--hot": ("hot", _hot), "--tier": ("tier", _tier),
-           "--write-profile": ("write_profile", str)}
-
-
-def parse_args(argv):
-    from bril.ir.errors import BrilError
-    opts = _Options()
-    i = 0
-    while i < len(argv):
-        a = argv[i]
-        if a == "--":
-            opts.args.extend(argv[i + 1:])
-            break
-        if a == "-p" and not opts.profile:
-            opts.profile = True         # (as in the reference, a second -p is an argument)
-        elif a in _FLAGS:
-            setattr(opts, *_FLAGS[a])
-        elif a == "--trace-pass" or a == "--load":
-            need = 1 if a == "--trace-pass" else 2
-            if i + need >= len(argv):
-                raise BrilError(f"option {a} needs {'an argument' if need == 1 else 'FILE.py NAME'}")
-            if a == "--load":
-                opts.loads.append((argv[i + 1], argv[i + 2]))
-            else:
-                opts.trace_passes.append(argv[i + 1])
-            i += need
-        elif a in _VALUED or a == "-L":
-            if i + 1 >= len(argv):
-                raise BrilError(f"option {a} needs an argument")
-            i += 1
-            if a == "-L":
-                opts.lib_dirs.append(argv[i])
-            else:
-                name, convert = _VALUED[a]
-                setattr(opts, name, convert(argv[i]))
-        elif a.startswith("-L") and len(a) > 2:
-            opts.lib_dirs.append(a[2:])
-        elif a.startswith("--lib="):
-            opts.lib_dirs.append(a[len("--lib="):])
-        else:
-            opts.args.append(a)
-        i += 1
-    if (opts.trace_passes or opts.loads) and opts.trace is None:
-        raise BrilError("--trace-pass and --load need --trace")
-    if opts.jit and opts.trace is not None:
-        raise BrilError("--jit and --trace cannot be used together")
-    if opts.write_profile is not None:
-        if opts.trace is not None or opts.jit:
-            raise BrilError("--write-profile cannot be used with --trace or --jit")
-        # (the first tier sees every call: the profile's types and values)
-        opts.jit = False
-        opts.tier = opts.tier or "cold"
-    if (opts.jit_report is not None or opts.jit_background) and opts.jit is False:
-        raise BrilError("--jit-report and --jit-background need the JIT (not --no-jit)")
-    if opts.jit is None:
-        opts.jit = opts.trace is None and os.environ.get("BRIL_JIT", "1") not in (
-            "0", "no", "off", "false")
-        opts.jit_default = True
-    return opts
-
-
 def _read_program(opts, read):
     from bril.ir.program import read_program
     return read_program(opts.file, opts.text, load_json=_load_json, read=read)
-
-
-def _executable(opts, read):
-    """The key of the program's whole executable (`bril.backend.program_exe`), which
-    this process becomes at once if the code cache has it; None if this run is not
-    one the executable can be (a flag asks for the interpreter's own work)."""
-    if not (opts.jit and opts.cache and not opts.hot and opts.jit_report is None
-            and not opts.jit_background and opts.tier is None and not opts.dump):
-        return None
-    from bril.cache.codecache import CodeCache, enabled_by_environment
-    if not enabled_by_environment() or os.environ.get("BRIL_CHECK_FACTS"):
-        return None
-    from bril.backend import program_exe
-    if program_exe.too_big(*read):
-        return None                 # (too big to be compiled whole: not hashed)
-    key = program_exe.key_of(*read)
-    cache = CodeCache()
-    path = program_exe.find(cache, key)
-    if path is not None:
-        _wait_if_asked(cache)       # (before: this process becomes the executable)
-        program_exe.execute(path, opts.profile, opts.args)
-    return key
-
-
-def _wait_if_asked(cache):
-    """With BRIL_JIT_PRECOMPILE=wait, wait for every build in flight in the code cache,
-    this run's or another run's (a script's next command then finds what they
-    build), whatever engine ran the program."""
-    if cache is not None and os.environ.get("BRIL_JIT_PRECOMPILE") == "wait":
-        from bril.cache.buildlocks import wait_for_builds
-        wait_for_builds(cache)
 
 
 def _load_json(data):
@@ -300,18 +152,13 @@ def _load_json(data):
     return json.loads(data)
 
 
-def _body(argv):
-    opts = parse_args(argv)
+def _body(argv, started=None):
+    opts, read = started or start(argv)
     if opts.help:
         sys.stdout.write(USAGE)
         return 0
     if opts.cache_command is not None:
         return _cache_command(opts.cache_command)
-    from bril.ir.program import read_input
-    if opts.file is None:
-        _import_while_input_comes()
-    read = read_input(opts.file, opts.text)
-    opts.exe_key = _executable(opts, read)
     with no_cycle_collection():
         prog, filename = _read_program(opts, read)
     # The program's objects live to the end: keep the collector off them.  And
@@ -327,22 +174,6 @@ def _body(argv):
     finally:
         gc.set_threshold(*thresholds)
         gc.unfreeze()
-
-
-def _import_while_input_comes():
-    """When standard input is a pipe -- `bril2json < p.bril | brili`, whose first
-    command is still converting -- import what running the program needs before
-    waiting for it: the imports then overlap the converter's work instead of
-    following it.  Not for a file on stdin (ready at once: a warm run becomes the
-    program's executable without ever needing them)."""
-    import stat
-    try:
-        if not stat.S_ISFIFO(os.fstat(0).st_mode):
-            return
-    except OSError:
-        return
-    import bril.interpreter.interp      # noqa: F401 (and the cold tier's modules)
-    import bril.interpreter.cold        # noqa: F401
 
 
 def _run_program(prog, filename, opts):
@@ -370,7 +201,7 @@ def _run_program(prog, filename, opts):
     if opts.jit:
         # (also after a run the JIT attached to, which waited for its own server: a
         # run it never came into did not)
-        _wait_if_asked(_code_cache(opts))
+        wait_if_asked(_code_cache(opts))
     if opts.profile:
         sys.stderr.write(f"total_dyn_inst: {count}\n")
     return 0
@@ -519,12 +350,15 @@ def _replacing_surrogates():
 _native_code_loaded = False
 
 
-def main(argv=None):
-    from bril.ir.errors import run_main
+def main(argv=None, started=None):
+    """brili; `started`: what `bril.cli.brili_start.try_start` returned for the command
+    line, if the caller (the `brili` script) called it."""
     command = argv is None      # the console script (not a call from Python)
     argv = sys.argv[1:] if argv is None else argv
     try:
-        run_main(lambda: _body(argv))
+        started = started or try_start(argv)
+        from bril.ir.errors import run_main
+        run_main(lambda: _body(argv, started))
     except SystemExit as done:
         if _native_code_loaded or command:
             # Leave at once: without LLVM's static destructors, which would race

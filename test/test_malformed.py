@@ -56,7 +56,7 @@ def commands():
     found = dict(project["project"].get("scripts", {}))
     for path in project["tool"]["setuptools"].get("script-files", []):
         text = (ROOT / path).read_text()
-        entry = re.search(r"^from (\S+) import main$", text, re.M)
+        entry = re.search(r"^\s*from (\S+) import main$", text, re.M)
         assert entry, f"{path}: no `from MODULE import main`"
         found[Path(path).name] = f"{entry.group(1)}:main"
     return found

@@ -6,6 +6,9 @@ work still gets the interpreter.
 """
 
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -86,6 +89,69 @@ def test_a_plain_run_is_the_executable_and_flags_get_the_interpreter(compiled, t
         cache.put(program_exe.STAMP_KIND, key, program_exe.stamp())
 
 
+def _filled_pipe(data):
+    """The reading end of a pipe holding `data`, its writing end closed: standard
+    input as `producer | brili` gives it once the producer has finished."""
+    read, write = os.pipe()
+    os.write(write, data)
+    os.close(write)
+    return read
+
+
+def test_a_warm_run_imports_only_its_first_steps(compiled):
+    """Run by the installed script, a warm run becomes the executable having imported
+    of ours only `bril.warm_start` and `brili`'s first steps -- also with its input
+    in a pipe (`bril2json < p.bril | brili`), already full: the interpreter, which
+    a pipe still filling has imported while it waits, would cost it 4-5 ms."""
+    cache, program, key = compiled
+    real = cache.get(program_exe.KIND, key)
+    script = Path(__file__).resolve().parent.parent / "cli" / "bin" / "brili"
+    try:
+        _impostor(cache, key)
+        stdin = _filled_pipe(program.encode())
+        try:
+            done = subprocess.run([sys.executable, "-X", "importtime", str(script), "-p", "1"],
+                                  stdin=stdin, capture_output=True, text=True,
+                                  env=dict(os.environ, BRIL_CACHE_DIR=str(cache.directory)))
+        finally:
+            os.close(stdin)
+        assert done.stdout == "the executable: -p -- 1\n"
+        imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()
+                    if line.startswith("import time:")}
+        assert {m for m in imported if m.split(".")[0] == "bril"} == {
+            "bril", "bril.cli", "bril.cli.brili_start", "bril.warm_start"}
+    finally:
+        cache.put(program_exe.KIND, key, real, mode=0o700)
+
+
+def test_input_in_a_pipe_still_filling_is_awaited_importing_meanwhile():
+    """`read_input(meanwhile=...)`: on a pipe with nothing in it yet, `meanwhile` runs
+    before the read waits (brili imports its interpreter then); on a full pipe it
+    does not; either way the bytes read are all the input."""
+    data = b"x" * 200_000           # (more than a pipe holds: read in parts)
+    reader = ("import sys\n"
+              "from bril.warm_start import read_input\n"
+              "def meanwhile():\n"
+              "    print('meanwhile', flush=True)\n"
+              "got, _ = read_input(meanwhile=meanwhile)\n"
+              "print(len(got), got == b'x' * len(got))\n")
+    # A pipe written only once the reader has found it empty.
+    child = subprocess.Popen([sys.executable, "-c", reader], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=False)
+    assert child.stdout.readline() == b"meanwhile\n"
+    out, _ = child.communicate(data, timeout=60)
+    assert out == b"200000 True\n"
+    # A full pipe (a producer that has finished): read at once, all of it.
+    small = b"x" * 1000
+    stdin = _filled_pipe(small)
+    try:
+        done = subprocess.run([sys.executable, "-c", reader], stdin=stdin,
+                              capture_output=True, timeout=60)
+    finally:
+        os.close(stdin)
+    assert done.stdout == b"1000 True\n"
+
+
 def test_what_is_compiled_whole(tmp_path):
     from bril.ir.text import parse_program
     prog = parse_program(DIVIDE)
@@ -95,15 +161,16 @@ def test_what_is_compiled_whole(tmp_path):
         program_exe.MAX_INSTRS + 1))])
     assert not program_exe.eligible(big)
     # Text too big to hold MAX_INSTRS instructions is not even hashed.
-    from bril.cli import brili
-    opts = brili.parse_args(["-p"])
-    assert brili._executable(opts, (b"x" * (program_exe.MAX_BYTES + 1), False)) is None
-    assert brili._executable(opts, (b"x" * program_exe.MAX_BYTES, False)) is not None
+    from bril.cli import brili_start
+    opts = brili_start.parse_args(["-p"])
+    assert brili_start.executable_key(opts, (b"x" * (program_exe.MAX_BYTES + 1), False)) is None
+    assert brili_start.executable_key(opts, (b"x" * program_exe.MAX_BYTES, False)) is not None
     # Nor is a program that has more instructions than that, counted before hashing.
     ops = b'{"op": "nop"}, '
     many = b" " * (program_exe.COUNT_BYTES - len(ops) * program_exe.MAX_INSTRS) \
         + ops * (program_exe.MAX_INSTRS + 1)
-    assert program_exe.too_big(many, False) and brili._executable(opts, (many, False)) is None
+    assert program_exe.too_big(many, False)
+    assert brili_start.executable_key(opts, (many, False)) is None
     fits = b" " * (program_exe.COUNT_BYTES + 1 - len(ops) * program_exe.MAX_INSTRS) \
         + ops * program_exe.MAX_INSTRS
     assert not program_exe.too_big(fits, False)        # (counted, then hashed)

@@ -28,64 +28,13 @@ load and the cold tier's first steps cost more than the loop).
 
 import os
 
-KIND = "exe"
-STAMP_KIND = "exestamp"         # (beside it: `stamp()` of the compiler that built it)
-# Larger programs keep to the JIT's units: compiling one whole takes seconds.
-MAX_INSTRS = 20_000
-# Bytes of program text beyond which it is taken to have more than MAX_INSTRS
-# instructions, unread: its executable is neither looked for nor built (hashing a
-# 26 MB, 400,000-instruction program's text took 42 ms of every run of it).  Our
-# programs average 40-70 bytes an instruction as JSON; this allows 400.
-MAX_BYTES = MAX_INSTRS * 400
-# Bytes beyond which the instructions are counted before the bytes are hashed, this
-# many at a time (a count costs a third of a hash; below this, a hash costs under 2 ms).
-COUNT_BYTES = MAX_INSTRS * 60
-LEVEL = 2
-
-
-def too_big(data, as_text):
-    """Does a program read as `data` (bytes; Bril text if `as_text`, else JSON) have
-    more than MAX_INSTRS instructions, judged before parsing?  Every instruction has
-    an `"op"` key in JSON and ends with `;` in text; a string holding either is
-    counted too, so that a program is never taken for a smaller one (a 6.5 MB,
-    100,000-instruction JSON program: decided in its first 1.2 MB, in 1 ms, where
-    its hash took 10-16 ms)."""
-    if len(data) > MAX_BYTES:
-        return True
-    if len(data) <= COUNT_BYTES:
-        return False
-    mark = b";" if as_text else b'"op"'
-    count = 0
-    for start in range(0, len(data), COUNT_BYTES):     # (most are decided by a chunk)
-        count += data.count(mark, start, start + COUNT_BYTES + len(mark) - 1)
-        if count > MAX_INSTRS:
-            return True
-    return False
-
-
-def key_of(data, as_text):
-    """The key of the executable of a program read as `data` (bytes; Bril text if
-    `as_text`, else JSON): a hash of the bytes alone, so that looking for it costs
-    a run without one nothing more (the compiler it was built by is checked only
-    when there is one: `stamp`)."""
-    from ..cache.codecache import hasher
-    h = hasher(b"bril-exe-1 text\0" if as_text else b"bril-exe-1 json\0")
-    h.update(data)
-    return h.hexdigest()
-
-
-def stamp():
-    """What an executable's machine code depends on besides the program, cheaply
-    (stats, not reads: this is on the path of every warm run): what native code
-    depends on (`nativert.native_digest`: our lowering and run-time sources,
-    llvmlite, the C compiler, this machine) at the level, and this module."""
-    from ..cache.codecache import hasher, source_digest
-    from ..native_runtime import nativert
-    try:
-        return hasher(b"bril-exe-2" + nativert.native_digest(LEVEL)
-                      + source_digest(b"", [os.path.abspath(__file__)])).digest()
-    except OSError:
-        return None
+# (the executable's key, stamp, look-up and execution are `bril.warm_start`'s: the path
+# of a warm run, which finds and executes it before importing anything else)
+from ..warm_start import (EXE_COUNT_BYTES as COUNT_BYTES, EXE_KIND as KIND,  # noqa: F401
+                          EXE_LEVEL as LEVEL, EXE_MAX_BYTES as MAX_BYTES,
+                          EXE_MAX_INSTRS as MAX_INSTRS, EXE_STAMP_KIND as STAMP_KIND,
+                          exe_key as key_of, exe_stamp as stamp, execute, find_executable,
+                          too_big)
 
 
 def build_lock(key):
@@ -109,19 +58,7 @@ def build_pending(cache, key, profile_key, own_server=False):
 def find(cache, key):
     """The path of the executable stored under `key` if it was built by today's
     compiler, else None."""
-    built_by = cache.get(STAMP_KIND, key)
-    if built_by is None or built_by != stamp():
-        return None
-    return cache.entry_path(KIND, key)
-
-
-def execute(path, profile, args):
-    """Replace this process by the executable at `path` (`profile`: -p), with the
-    arguments as given; returns only if it cannot be run (evicted meanwhile)."""
-    try:
-        os.execv(path, [path] + (["-p"] if profile else []) + ["--"] + list(args))
-    except OSError:
-        return
+    return find_executable(cache.directory, key)
 
 
 def cached(cache, key):

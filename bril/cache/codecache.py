@@ -31,63 +31,14 @@ minute (the `.evicted` stamp's time), and after every 64 writes of its own.
 import marshal
 import os
 
-MAGIC = b"\nBRILCC3"
-_DIGEST = 32
+# (where the cache is, its hash and its entries' format are `bril.warm_start`'s: the
+# path of a warm run, which reads an entry before importing anything else)
+from ..warm_start import (default_directory, directory_usable, enabled_by_environment,  # noqa: F401
+                          entry_file, hasher, read_entry, sealed, source_digest, touch)
+
 DEFAULT_LIMIT = 256 * 1024 * 1024
-_TOUCH_INTERVAL = 60.0          # seconds; a hit refreshes an older entry's time
 _CHECK_EVERY = 64               # writes between size checks (per process, plus the first)
 _CHECK_INTERVAL = 60.0          # seconds; a process's first write checks if none did since
-
-
-def default_directory():
-    d = os.environ.get("BRIL_CACHE_DIR")
-    if d:
-        return d
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "bril-speculate")
-
-
-def enabled_by_environment():
-    return os.environ.get("BRIL_CACHE", "1") not in ("0", "no", "off", "false")
-
-
-def hasher(data=b""):
-    """The code cache's hash (its keys and its entries' checksums): BLAKE2b with a
-    32-byte digest, from the builtin module (`hashlib` loads OpenSSL, a few ms of
-    start-up); three times faster here than the builtin SHA-256, and a warm run
-    hashes our sources, the run-time library's and every entry it reads."""
-    try:
-        from _blake2 import blake2b
-    except ImportError:
-        from hashlib import blake2b
-    return blake2b(data, digest_size=_DIGEST)
-
-
-def source_digest(salt, paths):
-    """The digest of our own source files for the cache keys, as the file system
-    describes them: path, size, modification time (stats, not reads: hashing the
-    generator's 220 KB cost every run that used the cache 0.6 ms, their stats 0.06 ms;
-    an edited file has a new size or time).  OSError if one is missing."""
-    h = hasher(salt)
-    for path in paths:
-        st = os.stat(path)
-        h.update(repr((path, st.st_size, st.st_mtime_ns)).encode())
-    return h.digest()
-
-
-def _checksum(data):
-    return hasher(data).digest()
-
-
-def _verified(data):
-    """The payload of an entry's bytes, or None if they are not a whole, intact entry."""
-    tail = len(MAGIC) + _DIGEST
-    if len(data) < tail or data[-len(MAGIC):] != MAGIC:
-        return None
-    payload = data[:-tail]
-    if _checksum(payload) != data[-tail:-len(MAGIC)]:
-        return None
-    return payload
 
 
 _serial = [0]
@@ -120,14 +71,7 @@ class CodeCache:
     def _check_directory(self):
         """True if the directory exists (made if need be) and is private to us."""
         if self.usable is None:
-            self.usable = False
-            try:
-                os.makedirs(self.directory, mode=0o700, exist_ok=True)
-                st = os.stat(self.directory)
-                if st.st_uid == os.getuid() and not st.st_mode & 0o022:
-                    self.usable = os.access(self.directory, os.R_OK | os.W_OK | os.X_OK)
-            except (OSError, AttributeError):
-                self.usable = False
+            self.usable = directory_usable(self.directory)
         return self.usable
 
     def usable_now(self):
@@ -135,7 +79,7 @@ class CodeCache:
         return bool(self._check_directory())
 
     def _path(self, kind, key):
-        return os.path.join(self.directory, kind, key[:2], key)
+        return entry_file(self.directory, kind, key)
 
     # --- entries -------------------------------------------------------------------
 
@@ -144,19 +88,12 @@ class CodeCache:
         if not self._check_directory():
             return None
         path = self._path(kind, key)
-        try:
-            with open(path, "rb") as fh:
-                data = fh.read()
-        except OSError:
-            self.misses += 1
-            return None
-        payload = _verified(data)
+        payload = read_entry(path)
         if payload is None:
-            self._remove(path)          # truncated or corrupt: never used
             self.misses += 1
             return None
         self.hits += 1
-        self._touch(path)
+        touch(path)
         return payload
 
     def get_marshalled(self, kind, key):
@@ -200,7 +137,7 @@ class CodeCache:
             tmp = _temporary_name(folder)
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
             with os.fdopen(fd, "wb") as fh:
-                fh.write(payload + _checksum(payload) + MAGIC)
+                fh.write(sealed(payload))
             os.replace(tmp, path)
             tmp = None
         except OSError:
@@ -236,17 +173,6 @@ class CodeCache:
     def _remove(path):
         try:
             os.unlink(path)
-        except OSError:
-            pass
-
-    @staticmethod
-    def _touch(path):
-        """Mark an entry as recently used (its modification time), at most once a minute."""
-        try:
-            import time
-            now = time.time()
-            if now - os.stat(path).st_mtime > _TOUCH_INTERVAL:
-                os.utime(path, (now, now))
         except OSError:
             pass
 

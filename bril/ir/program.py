@@ -52,7 +52,7 @@ def check_program(prog):
     The rules are `bril.ir.rules` (`bril-check` reports every problem they find);
     this raises the first.  A tight pass over every instruction of every program
     that imports the rules only when something looks unusual, to ask them what."""
-    from .ops import OPS        # (here: `read_input` alone, a warm run's, needs none)
+    from .ops import OPS        # (here: a warm run imports none of this module)
     if type(prog) is not dict or type(prog.get("functions")) is not list \
             or type(prog.get("imports", ())) not in (list, tuple) or prog.get("imports"):
         _raise_header(prog, None)
@@ -173,22 +173,20 @@ def load_program(text):
     return check_program(prog)
 
 
-def read_input(file=None, text=False):
-    """(bytes, read as text?): what `read_program` reads -- FILE's bytes (Bril text
-    unless it ends in .json, or `text`), else standard input's (JSON unless `text`)."""
-    if file is not None:
-        return read_bytes(file), text or not file.endswith(".json")
-    import sys
-    return sys.stdin.buffer.read(), text
-
-
 def read_program(file=None, text=False, load_json=None, read=None):
     """(program dict, file name or None): the program in FILE (Bril text unless it
     ends in .json, or `text`), else on standard input (JSON unless `text`), the way
     every command reads it; `load_json` turns JSON bytes into a program (default:
-    `load_program`); `read`: what `read_input` returned, if it was called already.
+    `load_program`); `read`: what `bril.warm_start.read_input` returned, if it was
+    called already.
     BrilError for an unreadable file or text that is not UTF-8."""
-    data, as_text = read if read is not None else read_input(file, text)
+    if read is None:
+        from ..warm_start import read_input
+        try:
+            read = read_input(file, text)
+        except OSError as e:
+            raise unreadable(file, e) from None
+    data, as_text = read
     if as_text:
         from .text import parse_program       # lazily: the text parser is slow to import
         try:
@@ -205,8 +203,12 @@ def read_bytes(path, what=""):
         with open(path, "rb") as fh:
             return fh.read()
     except OSError as e:
-        raise BrilError(f"cannot read {what + ' ' if what else ''}{path}: {e.strerror}")
+        raise unreadable(path, e, what) from None
 
+
+def unreadable(path, err, what=""):
+    """The BrilError for a file that could not be read (`err`, the OSError)."""
+    return BrilError(f"cannot read {what + ' ' if what else ''}{path}: {err.strerror}")
 
 
 def write_atomically(path, data):

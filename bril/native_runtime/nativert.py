@@ -11,29 +11,11 @@ when it happens.
 import os
 
 from ..ir.errors import BrilError
+# (what native code depends on, and the C compiler: `bril.warm_start`'s, on a warm
+# run's path)
+from ..warm_start import c_compiler, native_digest, native_sources, on_path  # noqa: F401
 
 RUNTIME_SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "brilrt.c")
-
-
-def c_compiler():
-    """The C compiler command, or None if there is none."""
-    cc = os.environ.get("CC")
-    if cc:
-        return cc
-    for name in ("cc", "gcc", "clang"):
-        if on_path(name):
-            return name
-    return None
-
-
-def on_path(name):
-    """Is there an executable `name` on $PATH?  (What `shutil.which` answers, but
-    importing shutil costs a run that loads cached native code more than this.)"""
-    for folder in os.environ.get("PATH", os.defpath).split(os.pathsep):
-        path = os.path.join(folder or os.curdir, name)
-        if os.path.isfile(path) and os.access(path, os.X_OK):
-            return True
-    return False
 
 
 def run_tool(argv, what):
@@ -280,81 +262,6 @@ def symbol_address(handle, name):
     return ffi.symbol(handle, name)
 
 
-_native_digest = None
-
-# What shapes machine code and a unit's data (paths in the bril package); not
-# bril.backend.jit, which only decides what to compile and how to call it.
-NATIVE_SOURCES = (
-    "backend/llvm_lower.py", "backend/jit_lower.py", "backend/jitcache.py",
-    "native_runtime/resume.py", "backend/native.py", "native_runtime/nativert.py",
-    "ir/ops.py", "interpreter/heap.py", "ir/tracelabels.py",
-    "analysis/typecheck.py", "analysis/blocks.py", "ir/values.py", "ir/support.py",
-    "native_runtime/brilrt.c")
-
-
-def native_sources():
-    """The paths of NATIVE_SOURCES (the real modules' files: never an alias's at an
-    old path)."""
-    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    return [os.path.join(package, *name.split("/")) for name in NATIVE_SOURCES]
-
-
-def native_digest(level):
-    """What machine code depends on besides the program, hashed without importing
-    llvmlite: our lowering and run-time library sources (`source_digest`: as the
-    file system describes them), llvmlite's version (it ships its LLVM), the
-    optimisation level, the C compiler, and this machine (architecture, CPU model
-    and features as the kernel reports them).  OSError if a source is missing."""
-    global _native_digest
-    from ..cache.codecache import hasher, source_digest
-    if _native_digest is None:
-        h = hasher(b"bril-native-3")
-        h.update(source_digest(b"sources", native_sources()))
-        h.update(_llvmlite_version().encode())
-        h.update((c_compiler() or "").encode())
-        h.update(_host_identity().encode())
-        _native_digest = h.digest()
-    return hasher(_native_digest + b"level %d" % level).digest()
-
-
-def _llvmlite_version():
-    import sys
-    # The folder import would take llvmlite from: the first entry of sys.path that
-    # has it (a look at a few folders; importlib.util.find_spec, the fallback for
-    # unusual installs, costs a run that finds its code in the cache ~9 ms).
-    for entry in sys.path:
-        version = os.path.join(entry or os.curdir, "llvmlite", "_version.py")
-        if os.path.isfile(version) and os.path.isfile(
-                os.path.join(entry or os.curdir, "llvmlite", "__init__.py")):
-            with open(version) as fh:
-                return fh.read()
-    import importlib.util
-    spec = importlib.util.find_spec("llvmlite")
-    if spec is None or not spec.origin:
-        return "none"
-    try:
-        with open(os.path.join(os.path.dirname(spec.origin), "_version.py")) as fh:
-            return fh.read()
-    except OSError:
-        return spec.origin
-
-
-def _host_identity():
-    parts = [os.uname().machine, os.uname().sysname]
-    try:
-        with open("/proc/cpuinfo") as fh:
-            for line in fh:
-                key = line.split(":", 1)[0].strip()
-                if key in ("model name", "flags", "Features", "CPU part"):
-                    parts.append(line.strip())
-                elif not line.strip() and len(parts) > 2:
-                    break           # the first processor tells
-    except OSError:
-        pass
-    return "\n".join(parts)
-
-
 if __name__ == "__main__":
     # The run-time library object, for linking `brilc -c` output by hand.
     print(runtime_object())
-
