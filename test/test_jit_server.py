@@ -551,49 +551,6 @@ def test_a_unit_comes_quick_then_full_and_the_run_swaps_the_full_one_in(tmp_path
     jit.finish()
 
 
-def test_the_server_builds_a_new_ask_before_upgrading_what_it_built_quick(tmp_path,
-                                                                          monkeypatch):
-    # A session (in a thread here, its builds stand-ins that record their order): the
-    # run asks for A, gets it quick, and asks for B soon after -- the loop it moved on
-    # to.  B is built at once; A's full build waits for the run to ask nothing for a
-    # while (jit_policy.UPGRADE_AFTER_QUIET), then both full builds are made.
-    import socket
-    import threading
-    from bril.backend import jit_policy, jit_server
-    from bril.backend.jit_protocol import Reader, frame
-    built = []
-
-    def build(self, what, candidates, kinds=None, quick=False):
-        built.append((what, "quick" if quick else "full"))
-        if quick:
-            self.upgrades[what] = (candidates, kinds)
-        return f"unit-{what}", None, None
-    monkeypatch.setattr(jit_server.Server, "build", build)
-    monkeypatch.setattr(jit_server.Server, "hold", lambda self, *args: None)
-    monkeypatch.setattr(jit_server.Server, "load_program", lambda self: True)
-    monkeypatch.setattr(jit_policy, "UPGRADE_AFTER_QUIET", 2.0)
-    run, server = socket.socketpair()
-    session = threading.Thread(target=jit_server._session, args=(
-        {}, CodeCache(str(tmp_path)), 2, Reader(server.fileno()), server.sendall,
-        "outline", "whole"))
-    session.start()
-    replies = Reader(run.fileno())
-    try:
-        run.sendall(frame(("build", 1, "A", None, None, True)))
-        assert replies.read()[:3] == ("built", 1, "unit-A")
-        time.sleep(0.2)
-        run.sendall(frame(("build", 2, "B", None, None, True)))
-        assert replies.read()[:3] == ("built", 2, "unit-B")
-        assert built == [("A", "quick"), ("B", "quick")]
-        run.sendall(frame(("finish", [], True)))
-        assert replies.read() == ("finished",)
-    finally:
-        run.close()
-        session.join(30)
-        server.close()
-    assert sorted(built[2:]) == [("A", "full"), ("B", "full")]
-
-
 def _only_quick_built(cache, text):
     """(prog, region key): `text`'s loop built quick only, into `cache` and its profile
     (as a server leaves it when its run ends before the full build)."""

@@ -23,10 +23,6 @@ EARLY_HOT = 3 * SAMPLE_INTERVAL
 # pipeline: a third to a half of the time of -O2), then at the full level, which
 # the run swaps in when it lands (`bril.backend.jitcache.QUICK`).
 QUICK_UNITS = True
-# The compile server starts a full build only once the run has asked for nothing
-# this long (seconds): the run's next ask, for the loop it has moved on to, is then
-# built at once, not after the full build in progress.
-UPGRADE_AFTER_QUIET = 0.1
 # A cold run compiles a loop or function only once it has run interpreted for
 # this many times the predicted cost: at worst 1/PAY_BACK slower than without.
 PAY_BACK = 12

@@ -64,15 +64,14 @@ class Reader:
         out, self.messages = self.messages, []
         return out
 
-    def pending(self, timeout=0):
-        """Is a message already complete, or bytes waiting (or arriving within
-        `timeout` seconds)?"""
+    def pending(self):
+        """Is a message already complete, or bytes waiting (without blocking)?"""
         if self.messages:
             return True
         if self.closed:
             return False
         import select
-        return bool(select.select([self.fd], [], [], timeout)[0])
+        return bool(select.select([self.fd], [], [], 0)[0])
 
     def read(self):
         while not self.messages and not self.closed:

@@ -63,7 +63,6 @@ import os
 import sys
 import time
 
-from . import jit_policy
 from ..cache.buildlocks import AFTER_RUN, being_built, building, lock_path, open_lock
 from .jit_protocol import Reader, fingerprint, frame, receive, servers_folder, socket_address
 from ..ir.errors import BrilError
@@ -409,13 +408,9 @@ def _session(servers, cache, level, reader, write, key, program, after=None):
         while not queue or reader.pending():
             if not queue and key is not None and not reader.pending() \
                     and _server_for(servers, cache, key, program, level).upgrades:
-                # (nothing asked for a while: the full build of what was built quick,
-                # which the run swaps in.  Not at once: an ask for the loop the run
-                # has moved on to would wait for the whole full build -- mat-mul's
-                # row loop, asked for while @randarray's was being upgraded, native
-                # 88 ms after its ask where its quick build took 52)
-                if not reader.pending(jit_policy.UPGRADE_AFTER_QUIET):
-                    _server_for(servers, cache, key, program, level).upgrade()
+                # (nothing asked: the full build of what was built quick, which the
+                # run swaps in)
+                _server_for(servers, cache, key, program, level).upgrade()
                 continue
             if not queue and exit_code and key is not None and not reader.pending():
                 _generate_exit_code(servers, cache, key, program, level, exit_code)
