@@ -310,7 +310,7 @@ def execute(path, profile, args):
 def read_input(file=None, text=False, meanwhile=None):
     """(bytes, read as text?): what a command reads (`bril.ir.program.read_program`) --
     FILE's bytes (Bril text unless it ends in .json, or `text`), else standard
-    input's (JSON unless `text`).  OSError if FILE cannot be read (the commands
+    input's (JSON unless `text`).  OSError if it cannot be read (the commands
     report `bril.ir.program.unreadable`).  `meanwhile`: a function called before
     waiting for standard input when it is a pipe with nothing in it yet (see
     `_stdin_bytes`)."""
@@ -344,4 +344,7 @@ def _stdin_bytes(meanwhile):
         if first is None:
             meanwhile()
             first = b""
+    if sys.stdin is None:           # (started with it closed)
+        import errno
+        raise OSError(errno.EBADF, os.strerror(errno.EBADF))
     return first + sys.stdin.buffer.read()

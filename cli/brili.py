@@ -153,6 +153,8 @@ def _load_json(data):
 
 
 def _body(argv, started=None):
+    if isinstance(started, Exception):
+        raise started           # (met by `try_start` once the input was read)
     opts, read = started or start(argv)
     if opts.help:
         sys.stdout.write(USAGE)

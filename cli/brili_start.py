@@ -184,7 +184,7 @@ def start(argv):
         read = read_input(opts.file, opts.text, meanwhile=_import_for_the_run)
     except OSError as e:
         from bril.ir.program import unreadable
-        raise unreadable(opts.file, e) from None
+        raise unreadable(opts.file or "standard input", e) from None
     opts.exe_key = executable_key(opts, read)
     return opts, read
 
@@ -193,7 +193,8 @@ def try_start(argv):
     """`start` before anything reports errors (a warm run needs nothing more): None if
     it fails before the program's bytes are read -- a bad command line, a file that
     cannot be read -- and `bril.cli.brili` then takes the same steps again, where
-    errors are reported."""
+    errors are reported; the exception if it fails after, which `bril.cli.brili`
+    reports."""
     try:
         opts = parse_args(argv)
         if opts.file is not None:
@@ -207,6 +208,8 @@ def try_start(argv):
         return start(argv)
     except KeyboardInterrupt:
         sys.exit(1)
+    except Exception as e:      # (after the input was read: `bril.cli.brili` reports it)
+        return e
 
 
 def _import_for_the_run():

@@ -152,6 +152,14 @@ def test_missing_file_and_option_argument():
     assert_one_line_error(brili("-L"))
 
 
+def test_a_closed_standard_input_is_one_line():
+    # (started with fd 0 closed: Python's sys.stdin is None)
+    done = subprocess.run([*BRILI, "-p"], stdin=subprocess.DEVNULL, capture_output=True,
+                          preexec_fn=lambda: os.close(0), timeout=120)
+    assert_one_line_error(done)
+    assert done.stderr.startswith(b"error: cannot read standard input: ")
+
+
 def test_help():
     proc = brili("--help")
     assert proc.returncode == 0

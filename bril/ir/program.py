@@ -185,7 +185,7 @@ def read_program(file=None, text=False, load_json=None, read=None):
         try:
             read = read_input(file, text)
         except OSError as e:
-            raise unreadable(file, e) from None
+            raise unreadable(file or "standard input", e) from None
     data, as_text = read
     if as_text:
         from .text import parse_program       # lazily: the text parser is slow to import
