@@ -29,6 +29,17 @@ class no_cycle_collection:
         return False
 
 
+def stdin_bytes():
+    """Standard input's bytes (`bril.warm_start.read_input`); a BrilError `cannot read
+    standard input: REASON` if it cannot be read (closed when the command started)."""
+    from bril.warm_start import read_input
+    try:
+        return read_input()[0]
+    except OSError as e:
+        from bril.ir.program import unreadable
+        raise unreadable("standard input", e) from None
+
+
 def run_plain_or_click(plain, command):
     """Run a command that a pipeline runs on every program (bril2json, bril2txt):
     `plain()` -- its work, under run_main, for the argument lists it returns a body

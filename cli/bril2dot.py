@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from bril.cli import PLUGIN_HELP
+from bril.cli import PLUGIN_HELP, stdin_bytes
 from bril.ir.errors import run_click
 from bril.ir.errors import BrilError
 
@@ -41,7 +41,7 @@ def bril2dot(report_path, svg_path, png_path, max_lines, func):
     if renders and shutil.which("dot") is None:
         raise BrilError("Graphviz `dot` is not installed (apt-get install graphviz); "
                         "or print DOT and render it elsewhere")
-    prog = load_program(sys.stdin.buffer.read())
+    prog = load_program(stdin_bytes())
     text = program_to_dot(prog, func, report, max_lines or None)
     # Lone surrogates (possible in JSON chars) cannot be UTF-8: escape them.
     data = text.encode("utf-8", "backslashreplace")

@@ -8,7 +8,8 @@ def convert(positions=False):
     from bril.ir.printer import program_json
     from bril.ir.text import parse_program
 
-    prog = parse_program(sys.stdin.buffer.read(), positions=positions)
+    from bril.cli import stdin_bytes
+    prog = parse_program(stdin_bytes(), positions=positions)
     # The reference tool's layout: two-space indent, sorted keys (program_json
     # writes exactly json.dumps(prog, indent=2, sort_keys=True), faster).
     sys.stdout.write(program_json(prog) + "\n")

@@ -9,7 +9,8 @@ def convert():
     from bril.ir.program import load_program
     from bril.ir.printer import format_program
 
-    prog = load_program(sys.stdin.buffer.read())
+    from bril.cli import stdin_bytes
+    prog = load_program(stdin_bytes())
     sys.stdout.buffer.write(format_program(prog).encode("utf-8"))
 
 

@@ -10,6 +10,8 @@ for Bril text, so a check costs little more than reading the JSON.
 
 import sys
 
+from bril.cli import stdin_bytes
+
 USAGE = """\
 usage: bril-check [-f FILE | --text] [--name NAME]
 
@@ -63,7 +65,7 @@ def read(opts):
     from bril.ir.program import parse_json, read_bytes
     from bril.ir.rules import Problem
     file = opts["file"]
-    data = read_bytes(file) if file is not None else sys.stdin.buffer.read()
+    data = read_bytes(file) if file is not None else stdin_bytes()
     as_text = opts["text"] or (file is not None and not file.endswith(".json"))
     try:
         text = data.decode("utf-8")

@@ -24,7 +24,8 @@ def optimize_program(optimize, loads, list_passes, passes):
     pipeline = registry.resolve_all(names)      # every spec resolved before any runs
     from bril.ir.program import load_program
 
-    prog = load_program(sys.stdin.buffer.read())
+    from bril.cli import stdin_bytes
+    prog = load_program(stdin_bytes())
     prog = registry.run_pipeline(prog, pipeline)
     from bril.ir.printer import program_json
     sys.stdout.write(program_json(prog) + "\n")        # json.dumps(indent=2, sort_keys), faster

@@ -20,6 +20,7 @@ a few seconds.
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 import json
+import os
 import random
 import re
 import subprocess
@@ -310,3 +311,15 @@ def test_malformed_input_fails_cleanly(name, tmp_path):
                     if p]
     assert not problems, f"{name}: {len(problems)} of {len(todo)} inputs mishandled:\n" + \
         "\n".join(problems)
+
+
+@pytest.mark.parametrize("name", sorted(set(commands()) - READS_FILE_ARGUMENT))
+def test_a_closed_standard_input_fails_cleanly(name, tmp_path):
+    # (started with fd 0 closed: Python's sys.stdin is None)
+    r = subprocess.run(invocation(commands()[name]) + DEFAULT_ARGS.get(name, []),
+                       stdin=subprocess.DEVNULL, capture_output=True, timeout=TIMEOUT,
+                       cwd=tmp_path, preexec_fn=lambda: os.close(0))
+    err = r.stderr.decode("utf-8", "replace")
+    assert "Traceback" not in err
+    assert r.returncode == 2 and err.startswith("error: cannot read standard input: ") \
+        and err.count("\n") == 1, err
