@@ -331,6 +331,23 @@ def test_a_run_knows_the_values_its_first_tier_saw_calls_pass():
         assert seen[0]["functions"].get("quot", {}).get("values") == values, args
 
 
+def test_a_profile_made_between_calls_counts_the_first_call_once():
+    # The cold tier counts a first call's arguments only when a second call comes
+    # (most functions are called once); a profile made in between -- the JIT's, at
+    # its first ask, from the sampler's thread -- counts them for itself, and the
+    # later calls must find them uncounted (they were counted twice: @closest's two
+    # calls with one value each read as three, and its value was dropped).
+    prog = parse_program("@f(k: int): int {\n  ret k;\n}\n@main {\n}\n")
+    compiled, _ = interp.compile_program(prog, out=io.StringIO())
+    index = [f["name"] for f in compiled.linked.functions].index("f")
+    cold = compiled.cold            # (a run's first tier: not profiling every call)
+    assert cold.invoke(index, (7,)) == 7
+    assert compiled.observed_values(index) == (1, {"k": {7: 1}}, False)
+    for _ in range(3):
+        assert cold.invoke(index, (7,)) == 7
+    assert compiled.observed_values(index, 4) == (4, {"k": {7: 4}}, False)
+
+
 def _family_builds(tmp_path):
     """{name: (Built, number of variants)} of the dynamic family, each compiled for
     the profile of a run on its ARGS."""

@@ -327,11 +327,17 @@ class CompiledProgram:
         moved = cf.fast is not None or bool(cf.osr_headers)
         if not cf.value_params or (cf.calls < least and not moved):
             return cf.calls, {}, moved
-        from .cold import MIXED, count_values
-        if cf.calls == 1 and not cf.values and cf.first_args is not None:
-            count_values(cf, cf.first_args)
+        from .cold import MIXED, tally_values
+        values = cf.values
+        if cf.calls == 1 and not values and cf.first_args is not None:
+            # (tallied here, not into cf.values: the cold tier counts the first call's
+            # arguments there itself when a second call comes -- a profile made in
+            # between, the JIT's at its first ask, counted them twice, and @closest's
+            # two calls with one value seemed three: no value kept)
+            values = {}
+            tally_values(values, cf.value_params, cf.first_args)
         return cf.calls, {p: {v: n for (_, v), n in counts.items()}
-                          for p, counts in cf.values.items() if counts is not MIXED}, moved
+                          for p, counts in values.items() if counts is not MIXED}, moved
 
     def saw_at_header(self, index, header, env):
         """The cold tier moves a frame of function `index` to generated code at loop
