@@ -29,15 +29,22 @@ class no_cycle_collection:
         return False
 
 
-def stdin_bytes():
-    """Standard input's bytes (`bril.warm_start.read_input`); a BrilError `cannot read
-    standard input: REASON` if it cannot be read (closed when the command started)."""
-    from bril.warm_start import read_input
+def read_input(file=None, text=False, meanwhile=None):
+    """`bril.warm_start.read_input` for a command: a BrilError `cannot read FILE:
+    REASON` (or `standard input`) where it raises OSError -- the error reporting
+    imported only then (brili's warm path has none of it)."""
+    from bril.warm_start import read_input as read
     try:
-        return read_input()[0]
+        return read(file, text, meanwhile)
     except OSError as e:
         from bril.ir.program import unreadable
-        raise unreadable("standard input", e) from None
+        raise unreadable(file or "standard input", e) from None
+
+
+def stdin_bytes():
+    """Standard input's bytes (`read_input`); a BrilError if it cannot be read
+    (closed when the command started)."""
+    return read_input()[0]
 
 
 def run_plain_or_click(plain, command):

@@ -7,8 +7,9 @@ command (`cli/bin/brili`).  The rest of `brili`, its `--help` text included, is
 import os
 import sys
 
+from bril.cli import read_input
 from bril.warm_start import (default_directory, enabled_by_environment, execute, exe_key,
-                             find_executable, read_input, too_big)
+                             find_executable, too_big)
 
 
 class Options:
@@ -180,11 +181,7 @@ def start(argv):
     opts = parse_args(argv)
     if opts.help or opts.cache_command is not None:
         return opts, None
-    try:
-        read = read_input(opts.file, opts.text, meanwhile=_import_for_the_run)
-    except OSError as e:
-        from bril.ir.program import unreadable
-        raise unreadable(opts.file or "standard input", e) from None
+    read = read_input(opts.file, opts.text, meanwhile=_import_for_the_run)
     opts.exe_key = executable_key(opts, read)
     return opts, read
 
