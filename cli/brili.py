@@ -294,7 +294,7 @@ def _jit(prog, opts, out, base_dir, filename, cache):
         # Sampled: the JIT comes in once the run lasts (or at once, with a profile).
         from bril.backend.jit_deferred import DeferredJit
         jit = DeferredJit(cache, background=opts.jit_background, shared_heap=None,
-                          exe_key=opts.exe_key)
+                          exe_key=opts.exe_key, detach=True)
     try:
         return run(prog, opts.args, out=out, base_dir=base_dir, lib_dirs=opts.lib_dirs,
                    filename=filename, jit=jit, cache=cache, tier=opts.tier or "auto")

@@ -226,6 +226,42 @@ def test_a_run_the_jit_never_came_into_still_has_its_program_compiled_whole(
         assert not os.path.exists(tmp_path / "profile")
 
 
+def test_a_detached_run_ends_at_once_and_its_request_is_made_by_a_child(tmp_path):
+    # `brili` hands the request for its executable to a child it forks, and exits
+    # at once (the request cost a 50 ms run 7-13 ms).  The child lets go of the
+    # run's standard streams (a reader of the output sees it end with the run),
+    # and holds a lock from before the fork until it is done: waiting for the
+    # builds in flight waits for it too.
+    release, made = tmp_path / "release", tmp_path / "made"
+    script = f"""
+import os, sys, time
+from bril.backend.jit_deferred import _in_a_child
+from bril.cache.codecache import CodeCache
+def work():
+    deadline = time.monotonic() + 60
+    while not os.path.exists({str(release)!r}) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    open({str(made)!r}, "w").close()
+print("forked", _in_a_child(work, CodeCache({str(tmp_path / "cache")!r})))
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=60)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "forked True\n", "")
+    from bril.cache.buildlocks import wait_for_builds
+    cache = CodeCache(str(tmp_path / "cache"))
+    assert not made.exists()            # (the child still waits: the run did not)
+    release.touch()
+    wait_for_builds(cache, timeout=60)
+    assert made.exists()
+    assert os.listdir(tmp_path / "cache" / "locks") == []
+
+
+def test_a_run_that_waits_for_its_builds_forks_nothing(tmp_path, monkeypatch):
+    from bril.backend.jit_deferred import _in_a_child
+    monkeypatch.setenv("BRIL_JIT_PRECOMPILE", "wait")
+    assert _in_a_child(lambda: None, CodeCache(str(tmp_path))) is False
+
+
 def test_the_server_builds_with_the_installed_bril_wherever_brili_starts(tmp_path):
     # Started from a folder holding another `bril` package, the compile server
     # still imports the one brili runs (it was started with `-m`, which puts the

@@ -23,8 +23,11 @@ from .jitprofile import load_profile, profile_key
 class DeferredJit:
     eager = False                   # (sampled mode: bril.interpreter.interp.run asks)
 
-    def __init__(self, cache, **options):
+    def __init__(self, cache, detach=False, **options):
         self.cache = cache
+        # (the `brili` command: work after the run goes to a child it forks, and the
+        # run exits at once -- see `_in_a_child`)
+        self.detach = detach
         self.options = options      # for bril.backend.jit.Jit, with `cache` and `pay_back`
         self.source = None          # set by bril.interpreter.interp.run, handed on
         self.jit = None             # the real one, once attached
@@ -124,13 +127,18 @@ class DeferredJit:
         if jit is not None:
             jit.finish()
         elif self._executable_wanted():
-            try:
-                jit = self._make()
-                jit.began = self.began
-                jit.attach(self.compiled, self.looked_up, sampler_thread=self.main_thread)
-                jit.after_unattached_run()
-            except Exception:       # (the run is over and exact: nothing more to do)
-                pass
+            if not (self.detach and _in_a_child(self._ask_for_executable, self.cache)):
+                self._ask_for_executable()
+
+    def _ask_for_executable(self):
+        """Have a compile server build the program whole, for the next plain run."""
+        try:
+            jit = self._make()
+            jit.began = self.began
+            jit.attach(self.compiled, self.looked_up, sampler_thread=self.main_thread)
+            jit.after_unattached_run()
+        except Exception:       # (the run is over and exact: nothing more to do)
+            pass
 
     def _executable_wanted(self):
         """Is the run long enough (counted) for its program to be compiled whole, and
@@ -162,6 +170,55 @@ class DeferredJit:
         return {"setup_seconds": 0.0, "refused": None, "cache_hits": 0, "regions": [],
                 "functions": [], "instructions": None, "server": False,
                 "note": "the run ended before the JIT's first look at generated code"}
+
+
+def _in_a_child(work, cache):
+    """Do `work` in a child process forked now, and return at once: True, or False
+    if that cannot be (then nothing was done).  Asking a compile server for the
+    program's executable costs a run that ends 7-13 ms (the JIT's imports, claiming
+    or starting a server) -- a sixth of a 50 ms first run; a fork costs it about
+    one.  The child has only this thread: it is given what the run knows and
+    asks, in a session of its own, its standard streams on /dev/null (a reader of
+    the run's output sees it end with the run), and leaves with `os._exit`
+    (nothing flushed twice, none of the run's atexit work done twice).  It holds a
+    `server-` lock from before the fork until its work is done (the server it
+    started holds its own by then): `BRIL_JIT_PRECOMPILE=wait` (never forked: that
+    run waits itself) finds the build in flight at every moment."""
+    import os
+    if os.environ.get("BRIL_JIT_PRECOMPILE") == "wait" or not hasattr(os, "fork"):
+        return False
+    from ..cache.buildlocks import lock_path, open_lock
+    name = f"server-after-run-{os.getpid()}"
+    lock = open_lock(cache, name)
+    if lock is None:
+        return False
+    try:
+        import fcntl
+        import warnings
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        with warnings.catch_warnings():     # (Python 3.12+ warns of the other threads)
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = os.fork()
+    except OSError:
+        os.close(lock)
+        return False
+    if pid:
+        os.close(lock)                      # (the child's copy holds it)
+        return True
+    try:
+        os.setsid()
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+        work()
+    except BaseException:
+        pass
+    finally:
+        try:
+            os.unlink(lock_path(cache, name))
+        except OSError:
+            pass
+        os._exit(0)
 
 
 def _in_generated_code(frame, depth=64):
