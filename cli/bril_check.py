@@ -10,7 +10,7 @@ for Bril text, so a check costs little more than reading the JSON.
 
 import sys
 
-from bril.cli import stdin_bytes
+from bril.cli import read_input
 
 USAGE = """\
 usage: bril-check [-f FILE | --text] [--name NAME]
@@ -62,11 +62,9 @@ def parse_args(argv):
 def read(opts):
     """(program or None, list of problems found while reading it)."""
     from bril.ir.errors import BrilError
-    from bril.ir.program import parse_json, read_bytes
+    from bril.ir.program import parse_json
     from bril.ir.rules import Problem
-    file = opts["file"]
-    data = read_bytes(file) if file is not None else stdin_bytes()
-    as_text = opts["text"] or (file is not None and not file.endswith(".json"))
+    data, as_text = read_input(opts["file"], opts["text"])
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
