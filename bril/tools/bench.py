@@ -407,7 +407,7 @@ def _pyplot():
     try:
         import matplotlib
     except ImportError:
-        raise BrilError("--plot needs matplotlib (pip install matplotlib)")
+        raise BrilError("--plot needs matplotlib: pip install 'bril-speculate[plot]'")
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     return plt
