@@ -88,19 +88,26 @@ class DeferredJit:
         seen, last = 0.0, time.perf_counter()
         while True:
             time.sleep(jit_policy.SAMPLE_INTERVAL)
-            if self.stopped:
-                return
-            now = time.perf_counter()
-            elapsed = min(max(now - last, jit_policy.SAMPLE_INTERVAL), jit_policy.MAX_CHARGE)
-            last = now
-            try:
-                if any(_in_generated_code(frame) for tid, frame in sys._current_frames().items()
-                       if tid not in (own, self.main_thread)):
-                    seen += elapsed
-                    if seen >= jit_policy.EARLY_HOT:
-                        break
-            except Exception:       # (never disturb the program)
-                return
+            # (each look under the lock: once `finish` has set `stopped`, this thread
+            # imports nothing -- a fork then finds no import of it half done, whose
+            # module lock the child would wait on for ever)
+            with self.lock:
+                if self.stopped:
+                    return
+                now = time.perf_counter()
+                elapsed = min(max(now - last, jit_policy.SAMPLE_INTERVAL),
+                              jit_policy.MAX_CHARGE)
+                last = now
+                try:
+                    hot = any(_in_generated_code(frame)
+                              for tid, frame in sys._current_frames().items()
+                              if tid not in (own, self.main_thread))
+                except Exception:   # (never disturb the program)
+                    return
+            if hot:
+                seen += elapsed
+                if seen >= jit_policy.EARLY_HOT:
+                    break
         with self.lock:
             if self.stopped:
                 return
@@ -177,7 +184,8 @@ def _in_a_child(work, cache):
     if that cannot be (then nothing was done).  Asking a compile server for the
     program's executable costs a run that ends 7-13 ms (the JIT's imports, claiming
     or starting a server) -- a sixth of a 50 ms first run; a fork costs it about
-    one.  The child has only this thread: it is given what the run knows and
+    one.  The child has only this thread (the deferred JIT's looks stopped before:
+    see `DeferredJit._later`): it is given what the run knows and
     asks, in a session of its own, its standard streams on /dev/null (a reader of
     the run's output sees it end with the run), and leaves with `os._exit`
     (nothing flushed twice, none of the run's atexit work done twice).  It holds a
