@@ -14,6 +14,8 @@ the library's stages, and the modules that own the rest take them from here:
 - what native code depends on besides the program (`native_digest`: the JIT's
   units and the executables are keyed on it);
 - the executable's key, its stamp, and how it is executed;
+- what `BRIL_JIT_PRECOMPILE` asks of the builds a run leaves (a warm run too
+  waits for them when asked);
 - how a command reads its program's bytes.
 """
 
@@ -303,6 +305,18 @@ def execute(path, profile, args):
         os.execv(path, [path] + (["-p"] if profile else []) + ["--"] + list(args))
     except OSError:
         return
+
+
+# --- the builds a run leaves -----------------------------------------------------------------
+
+def after_run_builds():
+    """What `BRIL_JIT_PRECOMPILE` asks of the builds a run leaves behind: "wait" (the
+    run waits before it exits for every build in flight for its code cache, its
+    own or another run's: benchmarks, tests, scripts whose next command should find
+    them), "none" (`0`: nothing is built once the run is over) or "background" (the
+    default: they finish after the run has exited)."""
+    mode = os.environ.get("BRIL_JIT_PRECOMPILE", "1")
+    return "wait" if mode == "wait" else "none" if mode == "0" else "background"
 
 
 # --- a command's input ----------------------------------------------------------------------

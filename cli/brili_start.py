@@ -8,8 +8,8 @@ import os
 import sys
 
 from bril.cli import read_input
-from bril.warm_start import (default_directory, enabled_by_environment, execute, exe_key,
-                             find_executable, too_big)
+from bril.warm_start import (after_run_builds, default_directory, enabled_by_environment,
+                             execute, exe_key, find_executable, too_big)
 
 
 class Options:
@@ -167,7 +167,7 @@ def wait_if_asked(cache):
     (`cache`, or a function making it; None for none), this run's or another run's (a
     script's next command then finds what they build), whatever engine ran the
     program."""
-    if os.environ.get("BRIL_JIT_PRECOMPILE") == "wait":
+    if after_run_builds() == "wait":
         cache = cache() if callable(cache) else cache
         if cache is not None:
             from bril.cache.buildlocks import wait_for_builds

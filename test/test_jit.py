@@ -1090,3 +1090,15 @@ def test_native_code_reads_cells_generated_code_stored_as_stored():
     regions = jit.report()["regions"]
     assert jit.heap is not None and regions, regions
     assert all(r["entries"] >= 1 and r["error"] == expected[2] for r in regions), regions
+
+
+@pytest.mark.parametrize("value, mode", [(None, "background"), ("1", "background"),
+                                         ("", "background"), ("0", "none"),
+                                         ("wait", "wait")])
+def test_the_after_run_builds_setting_is_read_in_one_place(monkeypatch, value, mode):
+    from bril.warm_start import after_run_builds
+    if value is None:
+        monkeypatch.delenv("BRIL_JIT_PRECOMPILE", raising=False)
+    else:
+        monkeypatch.setenv("BRIL_JIT_PRECOMPILE", value)
+    assert after_run_builds() == mode

@@ -53,6 +53,7 @@ from .jit_policy import DEFAULT_HOT
 from .regions import select_region
 from ..ir.support import PY_TYPES
 from ..ir.values import UNDEF
+from ..warm_start import after_run_builds
 from ..native_runtime.pynames import function_index
 from ..native_runtime.resume import (Slots, decode_result, encode_arguments, get_tagged, json_type,
                                      put_tagged)
@@ -667,7 +668,7 @@ class Jit:
             # has nothing else to do, so that a run right after this one is it)
             self.exe_asked = True
             exe = self._executable_wanted(self.profile) \
-                if os.environ.get("BRIL_JIT_PRECOMPILE", "1") != "0" else None
+                if after_run_builds() != "none" else None
             if exe is not None:
                 server.whole(exe, self._exe_profile())
         return True
@@ -1257,8 +1258,9 @@ class Jit:
         run's, told so as it is let go, or one started now -- so that this run ends
         at once and the next finds native code in the cache.
         BRIL_JIT_PRECOMPILE=0: nothing more is built after the run; =wait: wait
-        for it, and for every build in flight for this cache (benchmarks, tests)."""
-        mode = os.environ.get("BRIL_JIT_PRECOMPILE", "1")
+        for it, and for every build in flight for this cache (benchmarks, tests):
+        `bril.warm_start.after_run_builds`."""
+        mode = after_run_builds()
         if mode == "wait" and self.server is None and self.cache is not None:
             # (what is left to build is decided once every server at work is done: an
             # earlier run's, building what that run asked for late, holds the
@@ -1269,7 +1271,7 @@ class Jit:
             from ..cache.buildlocks import wait_for_builds
             wait_for_builds(self.cache)
         todo = []
-        if profile is not None and mode != "0" and self.source is not None:
+        if profile is not None and mode != "none" and self.source is not None:
             from . import jitcache
             tried = jitcache.tried_here(profile, self.level)
             todo = [w for w, seconds in profile["hot"].items() if seconds >= PRECOMPILE_HOT
@@ -1282,8 +1284,8 @@ class Jit:
             from ..cache.buildlocks import AFTER_RUN, being_built
             if being_built(self.cache, AFTER_RUN + self.profile_key):
                 todo = []       # (a server builds what the run before this one found hot)
-        exe = self._executable_wanted(profile) if mode != "0" else None
-        if mode != "0" and self.cache is not None:
+        exe = self._executable_wanted(profile) if mode != "none" else None
+        if mode != "none" and self.cache is not None:
             from . import jitcache
             for full, obj in list(self.upgrading.items()):
                 if full not in self.upgrade_asked \

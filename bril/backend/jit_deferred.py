@@ -18,6 +18,7 @@ import time
 
 from . import jit_policy
 from .jitprofile import load_profile, profile_key
+from ..warm_start import after_run_builds
 
 
 class DeferredJit:
@@ -151,18 +152,17 @@ class DeferredJit:
         """Is the run long enough (counted) for its program to be compiled whole, and
         is that possible and not done yet?  Looked at before the JIT is imported,
         which then checks the rest (`bril.backend.jit.Jit._executable_wanted`)."""
-        import os
         key = self.options.get("exe_key")
         compiled = self.compiled
-        if key is None or compiled is None or self.source is None \
-                or os.environ.get("BRIL_JIT_PRECOMPILE", "1") == "0":
+        mode = after_run_builds()
+        if key is None or compiled is None or self.source is None or mode == "none":
             return False
         if compiled.instructions_run() < jit_policy.EXE_AFTER_INSTRS:
             return False
         from . import program_exe
         if not program_exe.eligible(self.source[0]) or program_exe.cached(self.cache, key):
             return False
-        if os.environ.get("BRIL_JIT_PRECOMPILE") == "wait":
+        if mode == "wait":
             return True     # (the JIT decides once the builds in flight are done)
         # (being built, or left to a server at work for another run: the JIT would
         # be imported to ask for nothing)
@@ -193,7 +193,7 @@ def _in_a_child(work, cache):
     started holds its own by then): `BRIL_JIT_PRECOMPILE=wait` (never forked: that
     run waits itself) finds the build in flight at every moment."""
     import os
-    if os.environ.get("BRIL_JIT_PRECOMPILE") == "wait" or not hasattr(os, "fork"):
+    if after_run_builds() == "wait" or not hasattr(os, "fork"):
         return False
     from ..cache.buildlocks import lock_path, open_lock
     name = f"server-after-run-{os.getpid()}"
