@@ -542,6 +542,31 @@ def test_the_sampler_charges_the_time_that_passed(monkeypatch):
     assert 1 <= round(whole_looks) <= len(later) and abs(whole_looks - round(whole_looks)) < 1e-6
 
 
+def test_the_sampler_looks_with_a_short_switch_interval_and_restores_it_after(monkeypatch):
+    # At Python's 5 ms switch interval each look came 5-10 ms late: the sampler's
+    # thread gets the GIL within jit_policy.LOOK_SWITCH, before the JIT comes in and
+    # after, and the interval is Python's again once the thread has stopped.
+    import time
+    from bril.backend import jit, jit_deferred, jit_policy
+    monkeypatch.setattr(jit_policy, "LOOK_SWITCH", 0.0007)
+    before = sys.getswitchinterval()
+    deferred_looks, jit_looks = [], []
+    in_code = jit_deferred._in_generated_code
+    monkeypatch.setattr(jit_deferred, "_in_generated_code", lambda frame, *a: deferred_looks.append(
+        sys.getswitchinterval()) or in_code(frame, *a))
+    sample = jit.Jit._sample
+    monkeypatch.setattr(jit.Jit, "_sample", lambda self, frame, elapsed=None: jit_looks.append(
+        sys.getswitchinterval()) or sample(self, frame, elapsed))
+    got = deferred_run(PROFILE_PROGRAM, ["1500000"])
+    assert got[:2] == run_outcome(parse_program(PROFILE_PROGRAM), ["1500000"])[:2]
+    assert got[2].jit is not None and deferred_looks and jit_looks
+    assert all(interval <= 0.0007 for interval in deferred_looks + jit_looks)
+    deadline = time.monotonic() + 10        # (the thread stops at its next look)
+    while sys.getswitchinterval() != before and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert sys.getswitchinterval() == before
+
+
 LIGHT_CALLEE = program_text("jit/light_callee")
 
 

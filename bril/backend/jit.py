@@ -336,7 +336,7 @@ class Jit:
             self.main_thread = sampler_thread
         elif not self.eager:
             self.main_thread = _thread.get_ident()
-            self.sampler = _thread.start_new_thread(self._sample_loop, ())
+            self.sampler = _thread.start_new_thread(jit_policy.looking, (self._sample_loop,))
         return self
 
     def _flag_start(self, index, header):

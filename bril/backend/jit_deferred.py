@@ -57,7 +57,7 @@ class DeferredJit:
         self.compiled, self.looked_up = compiled, looked_up
         self.began = time.perf_counter()
         self.main_thread = _thread.get_ident()
-        _thread.start_new_thread(self._later, ())
+        _thread.start_new_thread(jit_policy.looking, (self._later,))
         return self
 
     @staticmethod

@@ -47,22 +47,40 @@ DEFAULT_HOT = 1000
 # The GIL's switch interval while the sampler's thread attaches the JIT, compiles, asks
 # the compile server or loads what it built (`ShortSwitches`).
 SAMPLER_SWITCH = 0.0002
+# The GIL's switch interval while a JIT's sampler looks at the run (before the JIT
+# comes in and after): its thread, waking every SAMPLE_INTERVAL, gets the GIL within
+# it.  At Python's 5 ms each look came 5-10 ms late, and so did the JIT's coming in
+# and its asks: at 1 ms, first runs took 0.97x the time on bench_native's eval inputs
+# and 0.95x on its long ones (geometric means; mat-mul and our sieve 0.91), none
+# slower beyond noise -- nothing else waits for the GIL: one switch a look.
+LOOK_SWITCH = 0.001
 
 
 class ShortSwitches:
     """While the sampler's thread imports, compiles, asks the compile server or loads
     what it built: the interpreter hands the GIL over every SAMPLER_SWITCH seconds
-    instead of every 5 ms.  The thread drops the GIL at each call into LLVM, each
-    file it reads and each import, and waits a whole switch interval to get it
-    back: primes-between's region took 1.58 s on the clock for 0.10 s of the
-    thread's own time, asking the server for a loop 0.2 s for 10 ms, and the
-    imports of a late attach held mat-mul's first looks back by 30 ms."""
+    (or `interval`: LOOK_SWITCH while the sampler runs at all, `looking`) instead of
+    every 5 ms.  The thread drops the GIL at each call into LLVM, each file it reads
+    and each import, and waits a whole switch interval to get it back:
+    primes-between's region took 1.58 s on the clock for 0.10 s of the thread's own
+    time, asking the server for a loop 0.2 s for 10 ms, and the imports of a late
+    attach held mat-mul's first looks back by 30 ms."""
+
+    def __init__(self, interval=None):
+        self.interval = interval
 
     def __enter__(self):
         import sys
         self.saved = sys.getswitchinterval()
-        sys.setswitchinterval(min(self.saved, SAMPLER_SWITCH))
+        interval = SAMPLER_SWITCH if self.interval is None else self.interval
+        sys.setswitchinterval(min(self.saved, interval))
 
     def __exit__(self, *exc):
         import sys
         sys.setswitchinterval(self.saved)
+
+
+def looking(work, *args):
+    """A sampler's thread: `work(*args)`, the GIL handed to it within LOOK_SWITCH."""
+    with ShortSwitches(LOOK_SWITCH):
+        return work(*args)
