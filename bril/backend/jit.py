@@ -1303,15 +1303,6 @@ class Jit:
             from ..cache.buildlocks import wait_for_builds
             wait_for_builds(self.cache)
 
-    def after_unattached_run(self):
-        """After a run this JIT was attached to only as it ended (it never came in, and
-        the run was long enough: `bril.backend.jit_deferred`): the program's executable
-        for the next plain run; no profile is written -- nothing was learned, and a
-        profile would make the next run attach at once."""
-        self.stopped = True
-        self.began = 0.0            # (long enough: the caller counted its instructions)
-        self._precompile(None)
-
     def _ask_exit_code(self, server, index, region):
         """Have the server generate, for the next run, the Python code of function
         `index` (whose unit is asked for) that run needs and this one may not have

@@ -26,8 +26,8 @@ class DeferredJit:
 
     def __init__(self, cache, detach=False, **options):
         self.cache = cache
-        # (the `brili` command: work after the run goes to a child it forks, and the
-        # run exits at once -- see `_in_a_child`)
+        # (the `brili` command: work after the run goes to a helper process it
+        # starts, and the run exits at once -- see `_in_a_helper`)
         self.detach = detach
         self.options = options      # for bril.backend.jit.Jit, with `cache` and `pay_back`
         self.source = None          # set by bril.interpreter.interp.run, handed on
@@ -128,30 +128,31 @@ class DeferredJit:
     def finish(self):
         """After the run (see `bril.backend.jit.Jit.finish`).  A run the JIT never came
         into that ran jit_policy.EXE_AFTER_INSTRS instructions still has its program
-        compiled whole for the next plain run (the JIT imported for that only)."""
+        compiled whole for the next plain run (asked by a helper process, the JIT not
+        imported: `_in_a_helper`)."""
         with self.lock:
             self.stopped = True
             jit = self.jit
         if jit is not None:
             jit.finish()
         elif self._executable_wanted():
-            if not (self.detach and _in_a_child(self._ask_for_executable, self.cache)):
-                self._ask_for_executable()
-
-    def _ask_for_executable(self):
-        """Have a compile server build the program whole, for the next plain run."""
-        try:
-            jit = self._make()
-            jit.began = self.began
-            jit.attach(self.compiled, self.looked_up, sampler_thread=self.main_thread)
-            jit.after_unattached_run()
-        except Exception:       # (the run is over and exact: nothing more to do)
-            pass
+            try:
+                from ..interpreter import type_profile
+                # (the kinds its first tier saw: no earlier profile, or the JIT would
+                # have come in at the start)
+                request = (self.cache.directory, self.options["exe_key"], self.source,
+                           self.compiled.main_args,
+                           type_profile.merged(None, type_profile.seen(self.compiled)),
+                           self.options.get("level", 2))
+                if not (self.detach and _in_a_helper(request, self.cache)):
+                    ask_for_executable(*request)
+            except Exception:       # (the run is over and exact: nothing more to do)
+                pass
 
     def _executable_wanted(self):
         """Is the run long enough (counted) for its program to be compiled whole, and
-        is that possible and not done yet?  Looked at before the JIT is imported,
-        which then checks the rest (`bril.backend.jit.Jit._executable_wanted`)."""
+        is that possible and not done yet?  (`ask_for_executable` looks again, after
+        the builds in flight with BRIL_JIT_PRECOMPILE=wait.)"""
         key = self.options.get("exe_key")
         compiled = self.compiled
         mode = after_run_builds()
@@ -163,9 +164,8 @@ class DeferredJit:
         if not program_exe.eligible(self.source[0]) or program_exe.cached(self.cache, key):
             return False
         if mode == "wait":
-            return True     # (the JIT decides once the builds in flight are done)
-        # (being built, or left to a server at work for another run: the JIT would
-        # be imported to ask for nothing)
+            return True     # (decided once the builds in flight are done)
+        # (being built, or left to a server at work for another run: nothing to ask)
         profile_key = self.looked_up[0] if self.looked_up is not None else None
         return not program_exe.build_pending(self.cache, key, profile_key)
 
@@ -179,54 +179,106 @@ class DeferredJit:
                 "note": "the run ended before the JIT's first look at generated code"}
 
 
-def _in_a_child(work, cache):
-    """Do `work` in a child process forked now, and return at once: True, or False
-    if that cannot be (then nothing was done).  Asking a compile server for the
-    program's executable costs a run that ends 7-13 ms (the JIT's imports, claiming
-    or starting a server) -- a sixth of a 50 ms first run; a fork costs it about
-    one.  The child has only this thread (the deferred JIT's looks stopped before:
-    see `DeferredJit._later`): it is given what the run knows and
-    asks, in a session of its own, its standard streams on /dev/null (a reader of
-    the run's output sees it end with the run), and leaves with `os._exit`
-    (nothing flushed twice, none of the run's atexit work done twice).  It holds a
-    `server-` lock from before the fork until its work is done (the server it
-    started holds its own by then): `BRIL_JIT_PRECOMPILE=wait` (never forked: that
-    run waits itself) finds the build in flight at every moment."""
+def ask_for_executable(cache_dir, exe_key, source, main_args, kinds, level):
+    """Have a compile server (an idle one claimed, else one started) build the
+    program of `source` (as `bril.interpreter.interp.run` was given it) whole under
+    `exe_key`, for the kinds of the type profile `kinds`: what the next plain run
+    of it executes (`bril.backend.program_exe`).  With BRIL_JIT_PRECOMPILE=wait,
+    the builds in flight are waited for first (one may be this executable's) and
+    this one after."""
+    from ..cache.buildlocks import wait_for_builds
+    from ..cache.codecache import CodeCache
+    from ..ir.linker import link
+    from . import program_exe
+    from .jit_client import CompileServer
+    from .jitprofile import program_key, profile_key
+    cache = CodeCache(cache_dir)
+    wait = after_run_builds() == "wait"
+    if wait:
+        wait_for_builds(cache)
+    prog, base_dir, lib_dirs, filename = source
+    linked = link(prog, base_dir=base_dir, lib_dirs=lib_dirs, filename=filename)
+    key = profile_key(linked)
+    if program_exe.cached(cache, exe_key) or program_exe.build_pending(cache, exe_key, key):
+        return
+    server = CompileServer(cache, key, program_key(linked), level)
+    if server.start(source, main_args):
+        server.finish([], wait=wait, exe=exe_key, profile=kinds)
+    if wait:
+        wait_for_builds(cache)
+
+
+def _in_a_helper(request, cache):
+    """`ask_for_executable(*request)` in a process of its own, started now (`python
+    -m bril.backend.jit_deferred FILE`, the request marshalled in FILE), and return
+    at once: True, or False if that cannot be (then nothing was done).  Asking a
+    compile server costs a run that ends 7-13 ms (claiming or starting a server,
+    storing the program); forking a child to ask cost it 2-4 ms of a 40 ms run
+    (the fork of the whole process, its locks, its exit); this, a file written and
+    a process spawned (0.1-0.2 ms, whatever the run's size), 1-2 ms -- and no fork
+    of a process whose other threads may hold locks.  The helper runs in a session of its
+    own, its standard streams on /dev/null (a reader of the run's output sees it
+    end with the run).  It holds a `server-` lock (fd 3) taken here, from before
+    it starts until its work is done (the server it started holds its own by
+    then): `BRIL_JIT_PRECOMPILE=wait` (never handed to a helper: that run waits
+    itself) finds the build in flight at every moment."""
+    import marshal
     import os
-    if after_run_builds() == "wait" or not hasattr(os, "fork"):
+    import sys
+    if after_run_builds() == "wait" or not hasattr(os, "posix_spawn") or not sys.executable:
         return False
     from ..cache.buildlocks import lock_path, open_lock
     name = f"server-after-run-{os.getpid()}"
     lock = open_lock(cache, name)
     if lock is None:
         return False
+    path = os.path.join(cache.directory, f".after-run-{os.getpid()}")     # (not an entry)
     try:
         import fcntl
-        import warnings
         fcntl.flock(lock, fcntl.LOCK_EX)
-        with warnings.catch_warnings():     # (Python 3.12+ warns of the other threads)
-            warnings.simplefilter("ignore", DeprecationWarning)
-            pid = os.fork()
-    except OSError:
-        os.close(lock)
+        with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as fh:
+            marshal.dump(request, fh)
+        # (-P: the helper imports the installed bril, as this run did)
+        os.posix_spawn(sys.executable,
+                       [sys.executable, "-P", "-m", "bril.backend.jit_deferred",
+                        cache.directory, path, name],
+                       os.environ, setsid=True, file_actions=[
+                           (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+                           (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
+                           (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0),
+                           (os.POSIX_SPAWN_DUP2, lock, 3)])
+    except (OSError, ValueError, TypeError):
+        for leftover in (path, lock_path(cache, name)):
+            try:
+                os.unlink(leftover)
+            except OSError:
+                pass
         return False
-    if pid:
-        os.close(lock)                      # (the child's copy holds it)
-        return True
+    finally:
+        os.close(lock)                      # (the helper's copy holds it)
+    return True
+
+
+def _helper(argv):
+    """The helper of `_in_a_helper`: argv = [the cache's directory, the request's
+    file, its lock's name]."""
+    import marshal
+    import os
+    from ..cache.buildlocks import lock_path
+    from ..cache.codecache import CodeCache
+    directory, path, name = argv
     try:
-        os.setsid()
-        null = os.open(os.devnull, os.O_RDWR)
-        for fd in (0, 1, 2):
-            os.dup2(null, fd)
-        work()
-    except BaseException:
+        with open(path, "rb") as fh:
+            request = marshal.load(fh)
+        os.unlink(path)
+        ask_for_executable(*request)
+    except Exception:               # (nobody to tell: the next run asks again)
         pass
     finally:
         try:
-            os.unlink(lock_path(cache, name))
+            os.unlink(lock_path(CodeCache(directory), name))
         except OSError:
             pass
-        os._exit(0)
 
 
 def _in_generated_code(frame, depth=64):
@@ -238,3 +290,10 @@ def _in_generated_code(frame, depth=64):
         frame = frame.f_back
         depth -= 1
     return False
+
+
+if __name__ == "__main__":
+    import os
+    import sys
+    _helper(sys.argv[1:])
+    os._exit(0)             # (nothing of the run's to flush; no atexit work)
