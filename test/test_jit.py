@@ -567,6 +567,29 @@ def test_the_sampler_looks_with_a_short_switch_interval_and_restores_it_after(mo
     assert sys.getswitchinterval() == before
 
 
+def test_switch_intervals_held_by_overlapping_samplers_come_back_to_pythons():
+    # Two runs in one process: their samplers' short intervals overlap and end in
+    # any order.  The interval is the shortest wanted while any is held, and
+    # Python's own once none is (each restoring what it found clobbered it: the
+    # later one left the first's interval for good).
+    from bril.backend.jit_policy import ShortSwitches
+    before = sys.getswitchinterval()
+    try:
+        sys.setswitchinterval(0.005)
+        for first, second in ((0.001, 0.0002), (0.0002, 0.001)):
+            a, b = ShortSwitches(first), ShortSwitches(second)
+            a.__enter__()
+            assert sys.getswitchinterval() == pytest.approx(first)
+            b.__enter__()
+            assert sys.getswitchinterval() == pytest.approx(0.0002)
+            a.__exit__(None, None, None)        # (the first to come leaves first)
+            assert sys.getswitchinterval() == pytest.approx(second)
+            b.__exit__(None, None, None)
+            assert sys.getswitchinterval() == pytest.approx(0.005)
+    finally:
+        sys.setswitchinterval(before)
+
+
 LIGHT_CALLEE = program_text("jit/light_callee")
 
 

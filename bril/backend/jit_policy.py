@@ -1,11 +1,14 @@
 """When the JIT looks and when compiling pays: the numbers both halves of the JIT
 read (`bril.backend.jit_deferred`, which starts the sampler, and `bril.backend.jit`, which
 compiles), and how the sampler's thread takes the GIL when it has work
-(`ShortSwitches`).  A light module: importing it imports nothing.
+(`ShortSwitches`).  A light module: importing it imports nothing (`_thread` is
+Python's own, loaded before us).
 
 Read them as attributes (`jit_policy.PAY_BACK`), so that a test or a tool that
 changes one here changes it for both halves.
 """
+
+import _thread
 
 # The JIT's sampler looks at the running program this often (seconds).
 SAMPLE_INTERVAL = 0.005
@@ -64,20 +67,34 @@ class ShortSwitches:
     and each import, and waits a whole switch interval to get it back:
     primes-between's region took 1.58 s on the clock for 0.10 s of the thread's own
     time, asking the server for a loop 0.2 s for 10 ms, and the imports of a late
-    attach held mat-mul's first looks back by 30 ms."""
+    attach held mat-mul's first looks back by 30 ms.
+
+    The interval is the process's: while several hold one (the samplers of runs
+    that overlap in one process, in any order of leaving), it is the shortest any
+    of them wants, and Python's own again once the last has left."""
 
     def __init__(self, interval=None):
-        self.interval = interval
+        self.interval = SAMPLER_SWITCH if interval is None else interval
 
     def __enter__(self):
         import sys
-        self.saved = sys.getswitchinterval()
-        interval = SAMPLER_SWITCH if self.interval is None else self.interval
-        sys.setswitchinterval(min(self.saved, interval))
+        global _before
+        with _holding:
+            if not _held:
+                _before = sys.getswitchinterval()
+            _held.append(self.interval)
+            sys.setswitchinterval(min([_before] + _held))
 
     def __exit__(self, *exc):
         import sys
-        sys.setswitchinterval(self.saved)
+        with _holding:
+            _held.remove(self.interval)
+            sys.setswitchinterval(min([_before] + _held))
+
+
+_held = []          # the intervals ShortSwitches in force want
+_before = None      # the interval before the first of them
+_holding = _thread.allocate_lock()
 
 
 def looking(work, *args):
