@@ -213,10 +213,10 @@ def _in_a_helper(request, cache):
     -m bril.backend.jit_deferred FILE`, the request marshalled in FILE), and return
     at once: True, or False if that cannot be (then nothing was done).  Asking a
     compile server costs a run that ends 7-13 ms (claiming or starting a server,
-    storing the program); forking a child to ask cost it 2-4 ms of a 40 ms run
-    (the fork of the whole process, its locks, its exit); this, a file written and
-    a process spawned (0.1-0.2 ms, whatever the run's size), 1-2 ms -- and no fork
-    of a process whose other threads may hold locks.  The helper runs in a session of its
+    storing the program); forking a child to ask, 1.1-2.2 ms of a 40 ms run (the
+    fork of the whole process, its locks); this, a file written and a process
+    spawned, 0.6-0.9 ms (the spawn 0.1-0.2 ms, whatever the run's size) -- and no
+    fork of a process whose other threads may hold locks.  The helper runs in a session of its
     own, its standard streams on /dev/null (a reader of the run's output sees it
     end with the run).  It holds a `server-` lock (fd 3) taken here, from before
     it starts until its work is done (the server it started holds its own by
