@@ -89,26 +89,19 @@ class DeferredJit:
         seen, last = 0.0, time.perf_counter()
         while True:
             time.sleep(jit_policy.SAMPLE_INTERVAL)
-            # (each look under the lock: once `finish` has set `stopped`, this thread
-            # imports nothing -- a fork then finds no import of it half done, whose
-            # module lock the child would wait on for ever)
-            with self.lock:
-                if self.stopped:
-                    return
-                now = time.perf_counter()
-                elapsed = min(max(now - last, jit_policy.SAMPLE_INTERVAL),
-                              jit_policy.MAX_CHARGE)
-                last = now
-                try:
-                    hot = any(_in_generated_code(frame)
-                              for tid, frame in sys._current_frames().items()
-                              if tid not in (own, self.main_thread))
-                except Exception:   # (never disturb the program)
-                    return
-            if hot:
-                seen += elapsed
-                if seen >= jit_policy.EARLY_HOT:
-                    break
+            if self.stopped:
+                return
+            now = time.perf_counter()
+            elapsed = min(max(now - last, jit_policy.SAMPLE_INTERVAL), jit_policy.MAX_CHARGE)
+            last = now
+            try:
+                if any(_in_generated_code(frame) for tid, frame in sys._current_frames().items()
+                       if tid not in (own, self.main_thread)):
+                    seen += elapsed
+                    if seen >= jit_policy.EARLY_HOT:
+                        break
+            except Exception:       # (never disturb the program)
+                return
         with self.lock:
             if self.stopped:
                 return
@@ -216,9 +209,9 @@ def _in_a_helper(request, cache):
     storing the program); forking a child to ask, 1.1-2.2 ms of a 40 ms run (the
     fork of the whole process, its locks); this, a file written and a process
     spawned, 0.6-0.9 ms (the spawn 0.1-0.2 ms, whatever the run's size) -- and no
-    fork of a process whose other threads may hold locks.  The helper runs in a session of its
-    own, its standard streams on /dev/null (a reader of the run's output sees it
-    end with the run).  It holds a `server-` lock (fd 3) taken here, from before
+    fork of a process whose other threads may hold locks.  The helper runs in a
+    session of its own, its standard streams on /dev/null (a reader of the run's
+    output sees it end with the run).  It holds a `server-` lock (fd 3) taken here, from before
     it starts until its work is done (the server it started holds its own by
     then): `BRIL_JIT_PRECOMPILE=wait` (never handed to a helper: that run waits
     itself) finds the build in flight at every moment."""
